@@ -1,0 +1,53 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// The preload library libTimeShim.so is NOT a product here: SwiftPM links
+// dynamic libraries with the Swift runtime, which would then load into every
+// controlled program. scripts/build.sh compiles it with the C compiler from
+// Sources/TimeShimC. SwiftPM only compiles that directory's shared core (the
+// segment layout, the timeline arithmetic, real-clock access), never the
+// interposers under interpose/.
+let package = Package(
+    name: "timectl",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "timectl", targets: ["timectl"]),
+        .library(name: "TimeControlKit", targets: ["TimeControlKit"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+    ],
+    targets: [
+        .target(
+            name: "TimeShimC",
+            path: "Sources/TimeShimC",
+            exclude: ["interpose"],
+            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])]
+        ),
+        .target(
+            name: "TimeControlKit",
+            dependencies: [
+                "TimeShimC",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .executableTarget(
+            name: "timectl",
+            dependencies: [
+                "TimeControlKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // A compiled Swift program the end-to-end tests run under the shim.
+        .executableTarget(
+            name: "timectl-swift-probe",
+            path: "Tests/Fixtures/SwiftProbe"
+        ),
+        .testTarget(
+            name: "TimeControlKitTests",
+            dependencies: ["TimeControlKit"],
+            exclude: []
+        ),
+    ]
+)

@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SystemPackage
+
+/// How a process is attached to a session: `libTimeShim.so` first in
+/// `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
+public struct Attachment: Sendable, Hashable {
+    /// Absolute path of the preload shim.
+    public let shimPath: String
+    /// Absolute path of the session segment.
+    public let segmentPath: String
+
+    public init(shimPath: String, segmentPath: String) {
+        self.shimPath = shimPath
+        self.segmentPath = segmentPath
+    }
+
+    /// Attaches to `session` with the shim found by ``locateShim(environment:)``.
+    public init(session: TimeSession, environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
+        self.init(shimPath: try Self.locateShim(environment: environment), segmentPath: session.segmentPath)
+    }
+
+    /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
+    /// the shim goes first, other preloads are kept, other copies of the shim dropped.
+    public func variables(inheritedPreload: String?) -> [(name: String, value: String)] {
+        let others = (inheritedPreload ?? "")
+            .split(whereSeparator: { $0 == ":" || $0 == " " })
+            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" }
+        return [
+            ("LD_PRELOAD", ([shimPath] + others.map(String.init)).joined(separator: ":")),
+            ("TIMECTL_SEGMENT", segmentPath),
+        ]
+    }
+
+    /// An environment (`KEY=VALUE` entries) with the attachment applied; other entries keep their order.
+    public func environmentEntries(inheriting entries: [String] = ProcessEnvironment.entries) -> [String] {
+        let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
+        let overrides = variables(inheritedPreload: inheritedPreload)
+        var result = entries.filter { entry in
+            !overrides.contains { entry.hasPrefix($0.name + "=") }
+        }
+        result += overrides.map { "\($0.name)=\($0.value)" }
+        return result
+    }
+
+    // MARK: Finding the shim
+
+    /// Finds `libTimeShim.so`: `$TIMECTL_SHIM` if set, else next to the
+    /// running executable, else in `../lib` relative to it. The file must be
+    /// a 64-bit shared library that needs nothing but libc, so a copy linked
+    /// with the Swift runtime is never preloaded.
+    public static func locateShim(environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) -> String {
+        if let explicit = environment("TIMECTL_SHIM"), !explicit.isEmpty {
+            guard access(explicit, R_OK) == 0 else {
+                throw .shimUnusable(path: explicit, problem: "TIMECTL_SHIM names a file that does not exist or cannot be read")
+            }
+            let absolute = explicit.hasPrefix("/") ? explicit : currentDirectory() + "/" + explicit
+            try verifyShim(absolute)
+            return absolute
+        }
+        let directory = executableDirectory()
+        let candidates = [directory + "/libTimeShim.so", parent(of: directory) + "/lib/libTimeShim.so"]
+        for candidate in candidates where access(candidate, R_OK) == 0 {
+            try verifyShim(candidate)
+            return candidate
+        }
+        throw .shimNotFound(searched: candidates + ["$TIMECTL_SHIM"])
+    }
+
+    static func verifyShim(_ path: String) throws(TimeControlError) {
+        if path.contains(":") || path.contains(" ") {
+            throw .shimUnusable(path: path, problem: "LD_PRELOAD cannot name a path that contains ':' or ' '")
+        }
+        let elf = try ELFFile(path: path)
+        guard case .elf64 = elf.kind else {
+            throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library")
+        }
+        let extra = elf.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
+        if !extra.isEmpty {
+            throw .shimUnusable(path: path, problem: "it needs \(extra.joined(separator: ", ")) besides libc (build it with scripts/build.sh, not SwiftPM)")
+        }
+    }
+
+    static func executableDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return currentDirectory() }
+        return parent(of: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func currentDirectory() -> String {
+        guard let cwd = getcwd(nil, 0) else { return "." }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+}

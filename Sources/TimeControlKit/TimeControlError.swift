@@ -1,0 +1,85 @@
+import SystemPackage
+import TimeShimC
+
+/// Everything TimeControlKit can fail with. Each description is one line
+/// that says what was wrong and, for bad input, what is accepted.
+public enum TimeControlError: Error, Sendable, CustomStringConvertible {
+    /// A value did not parse (a DURATION, AT or RATE).
+    case invalidInput(FormatError)
+    /// A session name outside `[A-Za-z0-9][A-Za-z0-9._-]*`, at most 63 characters.
+    case invalidSessionName(String)
+    /// A verb that needs an existing session named one that does not exist.
+    case sessionNotFound(name: String, path: String)
+    /// The segment file exists but is not one to trust (SPEC §7).
+    case untrustedSegment(path: String, problem: String)
+    /// The verb would move a clock outside what the segment can represent.
+    case outOfRange(verb: String)
+    /// Another writer held the session's lock for longer than the timeout.
+    case lockTimeout(path: String)
+    /// A system call failed.
+    case system(call: String, path: String?, errno: Errno)
+    /// The per-user session directory is not private to this user.
+    case unsafeSessionDirectory(path: String, problem: String)
+    /// `libTimeShim.so` was not found in any of the places searched.
+    case shimNotFound(searched: [String])
+    /// A `libTimeShim.so` was found but cannot be used.
+    case shimUnusable(path: String, problem: String)
+    /// `session remove` without `--force` while processes are attached.
+    case sessionInUse(name: String, pids: [Int32])
+    /// The command cannot be controlled by a preload shim (static, Go, setuid).
+    case cannotControl(command: String, reason: String)
+    /// The command to run was not found.
+    case commandNotFound(String)
+    /// The command was found but could not be started.
+    case commandNotExecutable(path: String, errno: Errno)
+
+    public var description: String {
+        switch self {
+        case .invalidInput(let error):
+            return error.description
+        case .invalidSessionName(let name):
+            return "invalid session name '\(name)': expected 1-63 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
+        case .sessionNotFound(let name, let path):
+            return "no session '\(name)' (\(path) does not exist); create it with 'timectl freeze', 'timectl session create \(name)' or 'timectl run'"
+        case .untrustedSegment(let path, let problem):
+            return "session segment \(path) \(problem); not using it (remove it with 'timectl session remove --force')"
+        case .outOfRange(let verb):
+            return "\(verb) would move a clock outside the supported range \(TimeFormats.supportedRange); session unchanged"
+        case .lockTimeout(let path):
+            return "session \(path) is locked by another writer that has not finished for 10 s; session unchanged"
+        case .system(let call, let path, let errno):
+            return "\(call)\(path.map { " \($0)" } ?? ""): \(errno.description)"
+        case .unsafeSessionDirectory(let path, let problem):
+            return "session directory \(path) \(problem); it must be a directory owned by you with mode 0700"
+        case .shimNotFound(let searched):
+            return "libTimeShim.so not found (looked in \(searched.joined(separator: ", "))); build it with scripts/build.sh or set TIMECTL_SHIM"
+        case .shimUnusable(let path, let problem):
+            return "cannot use shim \(path): \(problem)"
+        case .sessionInUse(let name, let pids):
+            return "session '\(name)' has attached processes (\(pids.map(String.init).joined(separator: ", "))); use --force to remove it anyway"
+        case .cannotControl(let command, let reason):
+            return "cannot control \(command): \(reason)"
+        case .commandNotFound(let command):
+            return "command not found: \(command)"
+        case .commandNotExecutable(let path, let errno):
+            return "cannot execute \(path): \(errno.description)"
+        }
+    }
+
+    /// Translates the C layer's failure report for `path`.
+    init(_ failure: tc_failure, path: String) {
+        switch failure.result {
+        case Int32(TC_E_SYSCALL.rawValue):
+            let call = failure.syscall.map { String(cString: $0) } ?? "system call"
+            self = .system(call: call, path: path, errno: Errno(rawValue: failure.sys_errno))
+        case Int32(TC_E_LOCK_TIMEOUT.rawValue):
+            self = .lockTimeout(path: path)
+        case Int32(TC_E_VERSION.rawValue):
+            self = .untrustedSegment(path: path, problem: "has segment layout version \(failure.found_version), this timectl reads version \(TC_SEGMENT_VERSION)")
+        case Int32(TC_E_NOT_OWNER.rawValue):
+            self = .untrustedSegment(path: path, problem: "belongs to another user (uid \(failure.found_uid))")
+        default:
+            self = .untrustedSegment(path: path, problem: String(cString: tc_result_phrase(failure.result)))
+        }
+    }
+}

@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SystemPackage
+import TimeShimC
+
+/// One virtual timeline (SPEC §2), stored in one segment file that every
+/// attached process maps. Verbs are atomic and serialised across processes.
+public final class TimeSession: Sendable {
+    public let name: String
+    public let directory: SessionDirectory
+    let mapping: SegmentMapping
+
+    /// The segment file; attached processes find it through `TIMECTL_SEGMENT`.
+    public var segmentPath: String { mapping.path }
+
+    private init(name: String, directory: SessionDirectory, mapping: SegmentMapping) {
+        self.name = name
+        self.directory = directory
+        self.mapping = mapping
+    }
+
+    /// Opens an existing session; fails with `.sessionNotFound` if there is none.
+    public static func open(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        try SessionDirectory.validate(name: name)
+        let path = directory.segmentPath(for: name)
+        guard let descriptor = try directory.open(create: false) else { throw .sessionNotFound(name: name, path: path) }
+        defer { try? descriptor.close() }
+        guard let mapping = try SegmentMapping.open(directory: descriptor, fileName: SessionDirectory.fileName(for: name), path: path) else {
+            throw .sessionNotFound(name: name, path: path)
+        }
+        return TimeSession(name: name, directory: directory, mapping: mapping)
+    }
+
+    /// Opens a session, creating it at real time if it does not exist.
+    public static func openOrCreate(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        try openOrCreate(named: name, in: directory, mustCreate: false)
+    }
+
+    /// Creates a new session at real time; fails if it already exists.
+    public static func create(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        try openOrCreate(named: name, in: directory, mustCreate: true)
+    }
+
+    private static func openOrCreate(named name: String, in directory: SessionDirectory, mustCreate: Bool) throws(TimeControlError) -> TimeSession {
+        try SessionDirectory.validate(name: name)
+        let path = directory.segmentPath(for: name)
+        let fileName = SessionDirectory.fileName(for: name)
+        guard let descriptor = try directory.open(create: true) else { throw .sessionNotFound(name: name, path: path) }
+        defer { try? descriptor.close() }
+        if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path) {
+            return TimeSession(name: name, directory: directory, mapping: created)
+        }
+        if mustCreate {
+            throw .untrustedSegment(path: path, problem: "already exists (session '\(name)' is there)")
+        }
+        // Someone else created it first (or it was there): use theirs.
+        guard let existing = try SegmentMapping.open(directory: descriptor, fileName: fileName, path: path) else {
+            throw .sessionNotFound(name: name, path: path)
+        }
+        return TimeSession(name: name, directory: directory, mapping: existing)
+    }
+
+    // MARK: Verbs
+
+    /// Applies a verb atomically; every process of the session sees it at once.
+    public func apply(_ verb: TimeVerb) throws(TimeControlError) {
+        _ = try mapping.apply(verb.cVerb, describedAs: verb.commandLine)
+    }
+
+    /// Stops the clocks (`freeze [AT]`).
+    public func freeze(at target: WallClockTarget? = nil) throws(TimeControlError) {
+        try apply(.freeze(at: target))
+    }
+
+    /// Lets the clocks run, at real speed unless another rate is given (`resume`).
+    public func resume(rate: TimeRate = .realTime) throws(TimeControlError) {
+        try apply(.run(at: rate))
+    }
+
+    /// Sets how fast the clocks run (`rate FACTOR`).
+    public func setRate(_ rate: TimeRate) throws(TimeControlError) {
+        try apply(.run(at: rate))
+    }
+
+    /// Moves every clock forward by `duration` (`tick`). Negative durations are refused.
+    public func advance(by duration: Duration) throws(TimeControlError) {
+        try apply(.advance(nanoseconds: try Self.nonNegativeNanoseconds(duration)))
+    }
+
+    /// Moves the wall clock to a target (`set AT`); monotonic clocks are untouched.
+    public func setWallClock(to target: WallClockTarget) throws(TimeControlError) {
+        try apply(.setWallClock(target))
+    }
+
+    /// Puts the wall clock back on real time at rate 1 (`reset`).
+    public func reset() throws(TimeControlError) {
+        try apply(.reset)
+    }
+
+    static func nonNegativeNanoseconds(_ duration: Duration) throws(TimeControlError) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (total, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        guard !overflow, !overflow2 else {
+            throw .invalidInput(FormatError(kind: "DURATION", value: "\(duration)", reason: "too large (at most about 292 years)"))
+        }
+        guard total >= 0 else {
+            throw .invalidInput(FormatError(kind: "DURATION", value: "\(duration)", reason: "negative durations are refused (monotonic time cannot go back)"))
+        }
+        return total
+    }
+
+    // MARK: Reading
+
+    /// The session's virtual wall clock now, in nanoseconds since the epoch.
+    public var wallClockNanoseconds: Int64 { mapping.read(TC_VCLOCK_REALTIME) }
+
+    /// The session's virtual `CLOCK_MONOTONIC` now, in nanoseconds.
+    public var monotonicNanoseconds: Int64 { mapping.read(TC_VCLOCK_MONOTONIC) }
+
+    /// The state of the session now.
+    public func status() -> SessionStatus {
+        let header = mapping.header
+        var state = mapping.snapshot()
+        var anchors = tc_anchors_unpack(&state)
+        let realNow = tc_real_ns(CLOCK_MONOTONIC)
+        let wall = tc_anchors_value(&anchors, Int32(TC_TRACK_WALL.rawValue), realNow)
+        let elapsedTrack = tc_anchors_value(&anchors, Int32(TC_TRACK_ELAPSED.rawValue), realNow)
+        return SessionStatus(
+            session: name,
+            segment: segmentPath,
+            wallClock: TimeFormats.formatInstant(wall),
+            wallClockNanoseconds: wall,
+            monotonicNanoseconds: elapsedTrack,
+            elapsedNanoseconds: elapsedTrack - header.base.0,  // base[TC_VCLOCK_MONOTONIC]
+            frozen: anchors.rate == 0,
+            rate: anchors.rate == 0 ? 0 : TimeFormats.rateFactor(anchors.rate),
+            rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),
+            createdAt: TimeFormats.formatInstant(header.created_realtime),
+            verbsApplied: segmentCounter(\.verbs_applied),
+            processes: attachedProcesses()
+        )
+    }
+
+    private func segmentCounter(_ field: KeyPath<tc_segment, UInt64>) -> UInt64 {
+        mapping.segment.pointee[keyPath: field]
+    }
+
+    /// The processes attached to the session that are still running.
+    public func attachedProcesses() -> [AttachedProcess] {
+        mapping.registeredProcesses().compactMap { entry in
+            AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered)
+        }.sorted { $0.pid < $1.pid }
+    }
+
+    // MARK: Removal
+
+    /// Removes the session's segment. Attached processes keep the timeline
+    /// they have mapped; new processes can no longer attach to it.
+    public func remove(force: Bool = false) throws(TimeControlError) {
+        let attached = attachedProcesses()
+        if !attached.isEmpty && !force {
+            throw .sessionInUse(name: name, pids: attached.map(\.pid))
+        }
+        mapping.markRemoved()
+        try Self.unlinkSegment(path: segmentPath)
+    }
+
+    /// Removes a session's segment file without opening it, for a segment
+    /// that cannot be trusted (SPEC §7) or whose session is gone.
+    public static func removeUnchecked(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) {
+        try SessionDirectory.validate(name: name)
+        let path = directory.segmentPath(for: name)
+        guard let descriptor = try directory.open(create: false) else { throw .sessionNotFound(name: name, path: path) }
+        try? descriptor.close()
+        try unlinkSegment(path: path)
+    }
+
+    private static func unlinkSegment(path: String) throws(TimeControlError) {
+        guard unlink(path) == 0 else {
+            if errno == ENOENT { return }
+            throw .system(call: "unlink", path: path, errno: Errno(rawValue: errno))
+        }
+    }
+}

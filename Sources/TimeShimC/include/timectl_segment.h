@@ -1,0 +1,162 @@
+/*
+ * The session segment: the one definition of its layout.
+ *
+ * A session is one file (0600, in a 0700 per-user directory) mapped
+ * MAP_SHARED by every process of the session: read by the preload shim on
+ * each clock read, written by `timectl` and TimeControlKit. docs/segment.md
+ * describes it for people; this header is what both sides compile against.
+ *
+ *   offset 0     struct tc_segment   header, timeline, generation, writer lock
+ *   proc_offset  struct tc_proc_slot[proc_capacity]   attached processes
+ *
+ * Versioning: `magic`, `version` and `header_size` must match exactly and
+ * `total_size` must equal the file size, or the segment is not trusted
+ * (SPEC §7). Any change to this file that moves or reinterprets a field
+ * bumps TC_SEGMENT_VERSION. Tables are located through the offsets in the
+ * header, so a later version can add tables after the existing ones.
+ *
+ * Concurrency: every field that changes after creation is accessed with
+ * __atomic builtins (never plain loads/stores), which is why no field is
+ * declared _Atomic: Swift imports these structs as plain values. For the
+ * same reason cache lines are laid out with explicit padding (Swift does
+ * not import over-aligned structs); the static assertions below hold it.
+ */
+#ifndef TIMECTL_SEGMENT_H
+#define TIMECTL_SEGMENT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
+#define TC_SEGMENT_VERSION 1u
+#define TC_SESSION_NAME_MAX 64           /* including the NUL */
+
+/* ELF note (name "timectl") that marks a controller executable; see controller.c. */
+#define TC_CONTROLLER_NOTE_TYPE 0x54430001u
+
+/*
+ * The virtual clocks. A session keeps two tracks — elapsed time (the
+ * monotonic clocks) and wall time — and every clock is its track plus a
+ * constant fixed when the session is created: no verb moves BOOTTIME
+ * against MONOTONIC, or TAI against REALTIME.
+ */
+enum tc_vclock {
+    TC_VCLOCK_MONOTONIC = 0,     /* CLOCK_MONOTONIC, CLOCK_MONOTONIC_COARSE */
+    TC_VCLOCK_MONOTONIC_RAW = 1, /* CLOCK_MONOTONIC_RAW */
+    TC_VCLOCK_BOOTTIME = 2,      /* CLOCK_BOOTTIME, CLOCK_BOOTTIME_ALARM */
+    TC_VCLOCK_REALTIME = 3,      /* CLOCK_REALTIME, _COARSE, _ALARM; time(), gettimeofday() … */
+    TC_VCLOCK_TAI = 4,           /* CLOCK_TAI */
+    TC_VCLOCK_COUNT = 5,
+};
+
+enum tc_track {
+    TC_TRACK_ELAPSED = 0,        /* CLOCK_MONOTONIC */
+    TC_TRACK_WALL = 1,           /* CLOCK_REALTIME */
+    TC_TRACK_COUNT = 2,
+};
+
+/* A time as whole seconds and nanoseconds (0 ≤ nsec < 10^9), fixed width. */
+struct tc_split {
+    int64_t sec;
+    int64_t nsec;
+};
+
+/*
+ * One published state of the timeline, 56 bytes. Track k reads
+ *     t0 + offset[k]                              frozen (rate 0)
+ *     real + offset[k]                            rate 1 (real ≥ t0)
+ *     t0 + offset[k] + scale(real − t0, rate)     otherwise
+ * with `real` the real CLOCK_MONOTONIC; see timectl_timeline.h. Offsets are
+ * stored split so that a read at rate 1 is an addition, with no division.
+ * The elapsed virtual time E of SPEC §2 is the elapsed track minus
+ * header.base[TC_VCLOCK_MONOTONIC].
+ */
+struct tc_clock_state {
+    struct tc_split t0;                  /* real CLOCK_MONOTONIC at the anchor */
+    uint64_t rate;                       /* virtual ns per real ns × 2^32; 0 = frozen */
+    struct tc_split offset[TC_TRACK_COUNT];
+};
+
+/*
+ * The timeline, in its own cache lines. `seq` and `current` share the first
+ * line, so a clock read touches one line.
+ *
+ * Writers (holding the writer lock): copy current → backup, seq := odd
+ * (full fence), take the real time, write current, seq := even.
+ * Readers: retry while seq is odd or changed during the read. A reader that
+ * finds seq odd for long and `writer_pid` dead reads `backup`, the last
+ * complete state, so a writer killed mid-verb never hangs or tears readers;
+ * the next writer restores current from backup.
+ */
+struct tc_timeline {
+    uint32_t seq;
+    int32_t writer_pid;                /* pid inside the write, 0 outside */
+    struct tc_clock_state current;     /* ends the first cache line */
+    struct tc_clock_state backup;
+    uint8_t padding[8];
+};
+
+struct tc_segment_header {
+    char magic[8];                     /* TC_SEGMENT_MAGIC */
+    uint32_t version;                  /* TC_SEGMENT_VERSION */
+    uint32_t header_size;              /* sizeof(struct tc_segment) */
+    uint64_t total_size;               /* file size in bytes */
+    uint32_t owner_uid;                /* must equal the file's owner */
+    uint32_t flags;                    /* TC_SEGMENT_FLAG_* */
+    int64_t created_realtime;          /* real CLOCK_REALTIME at creation (ns) */
+    int64_t base[TC_VCLOCK_COUNT];     /* real value of each clock at creation (ns) */
+    /* What each clock adds to its track: base[clock] − base[its track's clock]. */
+    struct tc_split clock_offset[TC_VCLOCK_COUNT];
+    uint32_t proc_offset;              /* byte offset of the process table */
+    uint32_t proc_capacity;            /* its number of slots */
+    char name[TC_SESSION_NAME_MAX];    /* session name, NUL-terminated */
+};
+
+/* Set (atomically) by `timectl session remove` just before it unlinks the file. */
+#define TC_SEGMENT_FLAG_REMOVED 1u
+
+struct tc_segment {
+    struct tc_segment_header header;
+    uint8_t header_padding[256 - sizeof(struct tc_segment_header)];
+    struct tc_timeline timeline;       /* cache lines 4 and 5 */
+    /* Bumped by every verb that changes the timeline; waiters FUTEX_WAIT on it. */
+    uint32_t generation;               /* cache line 6 */
+    uint32_t reserved0;
+    uint64_t verbs_applied;            /* count of committed verbs, for status */
+    uint8_t generation_padding[48];
+    /* Robust, process-shared: a writer that dies holding it is recovered. */
+    pthread_mutex_t writer_lock;       /* cache line 7 */
+    uint8_t lock_padding[64 - sizeof(pthread_mutex_t)];
+};
+
+_Static_assert(sizeof(struct tc_clock_state) == 56, "a state fits a cache line beside seq");
+_Static_assert(offsetof(struct tc_timeline, current) + sizeof(struct tc_clock_state) == 64,
+               "seq and the current state share one cache line");
+_Static_assert(offsetof(struct tc_segment, timeline) % 64 == 0, "timeline starts a cache line");
+_Static_assert(offsetof(struct tc_segment, generation) % 64 == 0, "generation has its own cache line");
+_Static_assert(offsetof(struct tc_segment, writer_lock) % 64 == 0, "the lock has its own cache line");
+_Static_assert(sizeof(struct tc_segment) % 64 == 0, "tables after the segment start on a cache line");
+
+/*
+ * One attached process. A slot is free when pid == 0; the shim claims one
+ * with a compare-and-swap at start-up (and in a fork child) and frees it at
+ * exit. A process killed without exiting leaves its slot: readers of the
+ * table check that the pid still runs and started before `registered`
+ * (CLOCK_BOOTTIME ns), which rules out a recycled pid.
+ */
+struct tc_proc_slot {
+    int32_t pid;
+    uint32_t reserved;
+    int64_t registered;
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

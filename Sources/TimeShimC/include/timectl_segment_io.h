@@ -1,0 +1,88 @@
+/*
+ * Opening, validating, creating and writing a segment. Shared by the shim
+ * (which opens and reads) and TimeControlKit (which also creates and
+ * writes), so a segment is judged trustworthy by exactly one piece of code.
+ * System calls go through tc_raw_syscall: no errno changes, no interposed
+ * libc entry points.
+ */
+#ifndef TIMECTL_SEGMENT_IO_H
+#define TIMECTL_SEGMENT_IO_H
+
+#include "timectl_segment.h"
+#include "timectl_timeline.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why an operation failed: a tc_result, and for TC_E_SYSCALL which call and errno. */
+struct tc_failure {
+    int32_t result;
+    int32_t sys_errno;
+    const char *syscall;
+    uint32_t found_version;   /* TC_E_VERSION: the version in the file */
+    uint32_t found_uid;       /* TC_E_NOT_OWNER: the file's owner */
+};
+
+/* A short phrase for a result, e.g. "is a symbolic link". */
+const char *tc_result_phrase(int result);
+
+struct tc_mapping {
+    struct tc_segment *segment;
+    uint64_t size;
+};
+
+/* Total file size of a segment of this version. */
+uint64_t tc_segment_expected_size(void);
+
+/*
+ * Opens and maps an existing segment read-write, refusing anything SPEC §7
+ * says not to trust. `dirfd` may be AT_FDCWD. On failure returns non-zero
+ * and fills `failure`.
+ */
+int tc_segment_open(int dirfd, const char *path, struct tc_mapping *mapping, struct tc_failure *failure);
+
+/* Checks a mapped segment's header against the file it came from. */
+int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, uint32_t file_uid);
+
+/*
+ * Creates `name` in the directory `dirfd` at real time, atomically: the file
+ * appears under its name fully initialised, or not at all. Fails with
+ * TC_E_EXISTS if another creator won; the caller then opens theirs.
+ */
+int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
+                      struct tc_failure *failure);
+
+void tc_segment_unmap(struct tc_mapping *mapping);
+
+/* The writer lock (robust, process-shared). Recovers a dead holder's half-written verb. */
+int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure);
+void tc_segment_unlock(struct tc_segment *segment);
+
+/*
+ * Applies a verb atomically (caller holds the writer lock): readers see the
+ * state before or after it, never a mixture. Wakes every waiter on the
+ * generation word. On TC_OK `published` holds the new state.
+ */
+int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published);
+
+/* A consistent copy of the current state, for status and the Swift clock. */
+void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state);
+
+/* Marks the segment removed (attached processes keep their mapping). */
+void tc_segment_mark_removed(struct tc_segment *segment);
+
+/* The process table. Registration is lock-free; a full table reclaims dead entries. */
+struct tc_proc_slot *tc_segment_procs(const struct tc_segment *segment);
+int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered);
+void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid);
+int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_t *registered);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * Timeline arithmetic: the one place that says what a verb does to the
+ * clocks (SPEC §2) and what a clock reads. Used by the shim's read path and
+ * by TimeControlKit (verbs, status, the Swift Clock), so both always agree.
+ *
+ * Writers work on struct tc_anchors (plain nanoseconds) and pack it into
+ * the segment's split form; readers work on the split form directly.
+ * Instants (every anchor) stay within [TC_INSTANT_MIN, TC_INSTANT_MAX]; a
+ * running clock saturates TC_RUN_MAX after its anchor; together these keep
+ * every sum inside int64.
+ */
+#ifndef TIMECTL_TIMELINE_H
+#define TIMECTL_TIMELINE_H
+
+#include "timectl_realclock.h"
+#include "timectl_segment.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Constants rather than macros so that Swift imports them. */
+static const int64_t TC_NS_PER_SECOND = 1000000000LL;
+static const int64_t TC_INSTANT_MIN = -2208988800LL * 1000000000LL; /* 1900-01-01T00:00:00Z */
+static const int64_t TC_INSTANT_MAX = 7258118400LL * 1000000000LL;  /* 2200-01-01T00:00:00Z */
+static const int64_t TC_RUN_MAX = INT64_MAX - 7258118400LL * 1000000000LL; /* about 62 years */
+
+/* Rates are fixed point with 32 fraction bits. */
+#define TC_RATE_SHIFT 32
+static const uint64_t TC_RATE_ONE = 1ULL << 32;
+static const uint64_t TC_RATE_MIN = (1ULL << 32) / 1000;  /* 0.001 */
+static const uint64_t TC_RATE_MAX = (1ULL << 32) * 1000000; /* 1e6 */
+
+/*
+ * A verb re-anchors the timeline a little in the future of the moment it
+ * reads the real clock. Readers that raced the verb with the old state can
+ * only have seen values up to about that moment; anchoring later, with the
+ * values the old state gives there, keeps every clock monotonic whatever
+ * the rate change, even if a reader's real-clock read is reordered by a few
+ * cycles. Between the publication and t0 the clocks read their anchors.
+ */
+#define TC_ANCHOR_LEAD_NS 1000
+
+enum tc_verb_kind {
+    TC_VERB_FREEZE = 1,   /* rate := 0, and the wall clock per `wall` */
+    TC_VERB_SET_RATE = 2, /* rate := `rate` (resume, rate) */
+    TC_VERB_ADVANCE = 3,  /* every clock += `value` (tick), value ≥ 0 */
+    TC_VERB_SET_WALL = 4, /* the wall clock per `wall`; monotonic clocks untouched */
+    TC_VERB_RESET = 5,    /* wall := real wall, rate := 1 */
+};
+
+/* What a verb does to the wall clock. */
+enum tc_wall_change {
+    TC_WALL_KEEP = 0,
+    TC_WALL_ABSOLUTE = 1, /* wall := value (ns since the epoch) */
+    TC_WALL_RELATIVE = 2, /* wall += value (either sign) */
+};
+
+struct tc_verb {
+    int32_t kind;         /* enum tc_verb_kind */
+    int32_t wall;         /* enum tc_wall_change, for FREEZE and SET_WALL */
+    int64_t value;        /* ns: the wall instant or shift, or the ADVANCE duration */
+    uint64_t rate;        /* SET_RATE, fixed point */
+};
+
+/* Real clocks as a verb sees them, read once per verb. */
+struct tc_real_now {
+    int64_t monotonic;
+    int64_t realtime;
+};
+
+/* A state in plain nanoseconds: each track reads track[k] at real time t0. */
+struct tc_anchors {
+    int64_t t0;
+    uint64_t rate;
+    int64_t track[TC_TRACK_COUNT];
+};
+
+enum tc_result {
+    TC_OK = 0,
+    TC_E_SYSCALL = 1,      /* a system call failed: tc_failure says which, with errno */
+    TC_E_MISSING = 2,      /* the segment file does not exist */
+    TC_E_SYMLINK = 3,      /* the path is a symbolic link */
+    TC_E_NOT_REGULAR = 4,  /* not a regular file */
+    TC_E_NOT_OWNER = 5,    /* owned by another user */
+    TC_E_MODE = 6,         /* readable or writable by group or others */
+    TC_E_TRUNCATED = 7,    /* shorter than its header says */
+    TC_E_NOT_SEGMENT = 8,  /* no timectl magic */
+    TC_E_VERSION = 9,      /* another layout version */
+    TC_E_CORRUPT = 10,     /* header fields inconsistent */
+    TC_E_EXISTS = 11,      /* creation raced with another creator */
+    TC_E_RANGE = 12,       /* the verb would take a clock outside the supported range */
+    TC_E_INVALID = 13,     /* an argument outside its domain */
+    TC_E_LOCK_TIMEOUT = 14 /* another writer held the lock too long */
+};
+
+/* Maps a clock id to the session clock that replaces it, or −1 (pass through). */
+static inline int tc_vclock_for_clockid(clockid_t clock) {
+    switch (clock) {
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_REALTIME_ALARM: return TC_VCLOCK_REALTIME;
+    case CLOCK_MONOTONIC:
+    case CLOCK_MONOTONIC_COARSE: return TC_VCLOCK_MONOTONIC;
+    case CLOCK_MONOTONIC_RAW: return TC_VCLOCK_MONOTONIC_RAW;
+    case CLOCK_BOOTTIME:
+    case CLOCK_BOOTTIME_ALARM: return TC_VCLOCK_BOOTTIME;
+    case CLOCK_TAI: return TC_VCLOCK_TAI;
+    default: return -1;
+    }
+}
+
+static inline int tc_track_of(int vclock) {
+    return vclock >= TC_VCLOCK_REALTIME ? TC_TRACK_WALL : TC_TRACK_ELAPSED;
+}
+
+/* ---- nanoseconds and splits ---- */
+
+/* Splits nanoseconds into seconds and nanoseconds, flooring (instants before 1970 included). */
+static inline struct tc_split tc_split_ns(int64_t ns) {
+    struct tc_split split = {ns / TC_NS_PER_SECOND, ns % TC_NS_PER_SECOND};
+    if (split.nsec < 0) {
+        split.nsec += TC_NS_PER_SECOND;
+        split.sec -= 1;
+    }
+    return split;
+}
+
+static inline int64_t tc_split_to_ns(struct tc_split split) { return split.sec * TC_NS_PER_SECOND + split.nsec; }
+
+static inline struct timespec tc_timespec_from_ns(int64_t ns) {
+    struct tc_split split = tc_split_ns(ns);
+    struct timespec ts = {split.sec, split.nsec};
+    return ts;
+}
+
+/* sec/nsec with 0 ≤ nsec < 2·10^9 → a normalised timespec. */
+static inline struct timespec tc_timespec_normalised(int64_t sec, int64_t nsec) {
+    if (nsec >= TC_NS_PER_SECOND) {
+        nsec -= TC_NS_PER_SECOND;
+        sec += 1;
+    }
+    struct timespec ts = {sec, nsec};
+    return ts;
+}
+
+/* The virtual time that passes in `real_delta` real ns at `rate`. */
+static inline int64_t tc_scale(int64_t real_delta, uint64_t rate) {
+    if (real_delta <= 0) return 0;
+    unsigned __int128 product = ((unsigned __int128)(uint64_t)real_delta * rate) >> TC_RATE_SHIFT;
+    return product > (unsigned __int128)TC_RUN_MAX ? TC_RUN_MAX : (int64_t)product;
+}
+
+/* ---- the writer's form ---- */
+
+static inline void tc_anchors_pack(struct tc_clock_state *state, const struct tc_anchors *anchors) {
+    state->t0 = tc_split_ns(anchors->t0);
+    state->rate = anchors->rate;
+    for (int k = 0; k < TC_TRACK_COUNT; k++) state->offset[k] = tc_split_ns(anchors->track[k] - anchors->t0);
+}
+
+static inline struct tc_anchors tc_anchors_unpack(const struct tc_clock_state *state) {
+    struct tc_anchors anchors;
+    anchors.t0 = tc_split_to_ns(state->t0);
+    anchors.rate = state->rate;
+    for (int k = 0; k < TC_TRACK_COUNT; k++) anchors.track[k] = anchors.t0 + tc_split_to_ns(state->offset[k]);
+    return anchors;
+}
+
+/* What a track reads at real monotonic time `real_now`. */
+static inline int64_t tc_anchors_value(const struct tc_anchors *anchors, int track, int64_t real_now) {
+    return anchors->track[track] + tc_scale(real_now - anchors->t0, anchors->rate);
+}
+
+static inline int tc_instant_in_range(int64_t value) {
+    return value >= TC_INSTANT_MIN && value <= TC_INSTANT_MAX;
+}
+
+/* Moves the wall track. */
+static inline int tc_change_wall(struct tc_anchors *anchors, int change, int64_t value) {
+    int64_t wall = anchors->track[TC_TRACK_WALL];
+    switch (change) {
+    case TC_WALL_KEEP: return TC_OK;
+    case TC_WALL_ABSOLUTE: wall = value; break;
+    case TC_WALL_RELATIVE:
+        if (value > 0 ? wall > TC_INSTANT_MAX - value : wall < TC_INSTANT_MIN - value) return TC_E_RANGE;
+        wall += value;
+        break;
+    default: return TC_E_INVALID;
+    }
+    if (!tc_instant_in_range(wall)) return TC_E_RANGE;
+    anchors->track[TC_TRACK_WALL] = wall;
+    return TC_OK;
+}
+
+/*
+ * Applies a verb at the real instant `now` (SPEC §2). Returns TC_OK, or
+ * TC_E_RANGE / TC_E_INVALID leaving `anchors` unspecified (callers apply
+ * to a copy).
+ */
+static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_verb *verb, struct tc_real_now now) {
+    int64_t anchor_at = now.monotonic + TC_ANCHOR_LEAD_NS;
+    int64_t moved = tc_scale(anchor_at - anchors->t0, anchors->rate);
+    for (int k = 0; k < TC_TRACK_COUNT; k++) {
+        if (anchors->track[k] > TC_INSTANT_MAX - moved) return TC_E_RANGE;
+        anchors->track[k] += moved;
+    }
+    anchors->t0 = anchor_at;
+
+    int result = TC_OK;
+    switch (verb->kind) {
+    case TC_VERB_FREEZE:
+        anchors->rate = 0;
+        result = tc_change_wall(anchors, verb->wall, verb->value);
+        break;
+    case TC_VERB_SET_RATE:
+        if (verb->rate < TC_RATE_MIN || verb->rate > TC_RATE_MAX) return TC_E_INVALID;
+        anchors->rate = verb->rate;
+        break;
+    case TC_VERB_ADVANCE:
+        if (verb->value < 0) return TC_E_INVALID;
+        for (int k = 0; k < TC_TRACK_COUNT; k++) {
+            if (anchors->track[k] > TC_INSTANT_MAX - verb->value) return TC_E_RANGE;
+            anchors->track[k] += verb->value;
+        }
+        break;
+    case TC_VERB_SET_WALL:
+        if (verb->wall == TC_WALL_KEEP) return TC_E_INVALID;
+        result = tc_change_wall(anchors, verb->wall, verb->value);
+        break;
+    case TC_VERB_RESET:
+        anchors->rate = TC_RATE_ONE;
+        result = tc_change_wall(anchors, TC_WALL_ABSOLUTE, now.realtime + TC_ANCHOR_LEAD_NS);
+        break;
+    default: return TC_E_INVALID;
+    }
+    if (result != TC_OK) return result;
+    for (int k = 0; k < TC_TRACK_COUNT; k++)
+        if (!tc_instant_in_range(anchors->track[k])) return TC_E_RANGE;
+    return TC_OK;
+}
+
+/* ---- the reader's form ---- */
+
+#define TC_LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* A frozen track: t0 + offset. */
+__attribute__((always_inline)) static inline struct timespec tc_state_at_anchor(const struct tc_clock_state *state,
+                                                                              int track) {
+    return tc_timespec_normalised(TC_LOAD(state->t0.sec) + TC_LOAD(state->offset[track].sec),
+                                  TC_LOAD(state->t0.nsec) + TC_LOAD(state->offset[track].nsec));
+}
+
+/* A running track at the real monotonic time `real`. */
+__attribute__((always_inline)) static inline struct timespec tc_state_at(const struct tc_clock_state *state, int track,
+                                                                       struct timespec real) {
+    uint64_t rate = TC_LOAD(state->rate);
+    int64_t t0_sec = TC_LOAD(state->t0.sec), t0_nsec = TC_LOAD(state->t0.nsec);
+    int64_t offset_sec = TC_LOAD(state->offset[track].sec), offset_nsec = TC_LOAD(state->offset[track].nsec);
+    /* Real time runs at rate 1 unless a test says otherwise: then a read is an addition. */
+    if (__builtin_expect(rate == TC_RATE_ONE, 1) &&
+        __builtin_expect(real.tv_sec > t0_sec || (real.tv_sec == t0_sec && real.tv_nsec >= t0_nsec), 1))
+        return tc_timespec_normalised(real.tv_sec + offset_sec, real.tv_nsec + offset_nsec);
+    int64_t delta = (real.tv_sec - t0_sec) * TC_NS_PER_SECOND + (real.tv_nsec - t0_nsec);
+    int64_t anchor = (t0_sec + offset_sec) * TC_NS_PER_SECOND + t0_nsec + offset_nsec;
+    return tc_timespec_from_ns(anchor + tc_scale(delta, rate));
+}
+
+/* Adds what a clock adds to its track (nothing for MONOTONIC and REALTIME). */
+__attribute__((always_inline)) static inline void tc_add_clock_offset(const struct tc_segment *segment, int vclock,
+                                                                    struct timespec *value) {
+    if (__builtin_expect(vclock == TC_VCLOCK_MONOTONIC || vclock == TC_VCLOCK_REALTIME, 1)) return;
+    const struct tc_split *offset = &segment->header.clock_offset[vclock];
+    *value = tc_timespec_normalised(value->tv_sec + offset->sec, value->tv_nsec + offset->nsec);
+}
+
+/*
+ * One attempt at reading a clock's track under the (even) sequence number
+ * `seq`: 1 if the state did not change meanwhile.
+ *
+ * The real clock is read after the first sequence load and before the
+ * state: if the state turns out to be one published during the read, the
+ * second sequence load differs and the read is retried; otherwise it was
+ * published before the first load, so the real time read is past its t0
+ * (or within TC_ANCHOR_LEAD_NS before it, where the track reads its anchor).
+ * The real clock is read into `*out` itself, which keeps the path free of
+ * register spills.
+ */
+__attribute__((always_inline)) static inline int tc_timeline_try_read(const struct tc_timeline *timeline,
+                                                                    const struct tc_clock_state *state, int track,
+                                                                    uint32_t seq, struct timespec *out) {
+    if (TC_LOAD(state->rate) == 0) {
+        *out = tc_state_at_anchor(state, track);
+    } else {
+        tc_real_clock_gettime(CLOCK_MONOTONIC, out);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        *out = tc_state_at(state, track, *out);
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return TC_LOAD(timeline->seq) == seq;
+}
+
+/* The read of a clock when a writer is in the way; in segment.c. */
+void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out);
+
+/*
+ * Reads a session clock into `*out`: a sequence check, a few loads and,
+ * unless frozen, one real-clock read. Lock-free, allocation-free,
+ * async-signal-safe. Retries (a verb landed meanwhile) are out of line.
+ */
+__attribute__((always_inline)) static inline void tc_segment_read_into(const struct tc_segment *segment, int vclock,
+                                                                     struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(!(seq & 1), 1) &&
+        __builtin_expect(tc_timeline_try_read(timeline, &timeline->current, tc_track_of(vclock), seq, out), 1)) {
+        tc_add_clock_offset(segment, vclock, out);
+        return;
+    }
+    tc_segment_read_contended(segment, vclock, out);
+}
+
+/* The same, in nanoseconds. */
+static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclock) {
+    struct timespec value;
+    tc_segment_read_into(segment, vclock, &value);
+    return (int64_t)value.tv_sec * TC_NS_PER_SECOND + value.tv_nsec;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * Clock reads: every libc entry point that returns the time (SPEC §2).
+ *
+ * Attached, a read is tc_segment_read(): a sequence check, a few loads and,
+ * unless the session is frozen, one vDSO read of the real monotonic clock.
+ * Unattached, or for clocks the session does not replace (CPU-time clocks),
+ * the call goes straight to the vDSO, as libc's own would.
+ *
+ * Each entry point is a static function exported under libc's names by an
+ * alias: libc's headers declare some arguments nonnull, which would let the
+ * compiler drop the NULL checks the real functions honour.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timeb.h>
+#include <sys/timex.h>
+#include <time.h>
+
+static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
+    return (int)tc_shim_errno_result(tc_real_clock_gettime(clock, ts));
+}
+
+/* Writes the session's value for `clock`, or returns 0 when the real clock answers. */
+__attribute__((always_inline)) static inline int virtual_time(clockid_t clock, struct timespec *value) {
+    int vclock = tc_vclock_for_clockid(clock);
+    if (vclock < 0) return 0;
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return 0;
+    tc_segment_read_into(segment, vclock, value);
+    return 1;
+}
+
+static int shim_clock_gettime(clockid_t clock, struct timespec *ts) {
+    if (!virtual_time(clock, ts)) return real_clock_gettime(clock, ts);
+    return 0;
+}
+
+TC_EXPORT int clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));
+TC_EXPORT int __clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));
+
+static int shim_gettimeofday(struct timeval *tv, void *tz) {
+    struct timespec ts;
+    if (!virtual_time(CLOCK_REALTIME, &ts))
+        return (int)tc_shim_errno_result(__atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz));
+    if (tz) __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(NULL, tz);
+    if (tv) {
+        tv->tv_sec = ts.tv_sec;
+        tv->tv_usec = ts.tv_nsec / 1000;
+    }
+    return 0;
+}
+
+TC_EXPORT int gettimeofday(struct timeval *restrict, void *restrict) __attribute__((alias("shim_gettimeofday")));
+TC_EXPORT int __gettimeofday(struct timeval *restrict, void *restrict) __attribute__((alias("shim_gettimeofday")));
+
+static time_t shim_time(time_t *out) {
+    struct timespec ts;
+    if (!virtual_time(CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
+    time_t seconds = ts.tv_sec;
+    if (out) *out = seconds;
+    return seconds;
+}
+
+TC_EXPORT time_t time(time_t *) __attribute__((alias("shim_time")));
+
+static int shim_timespec_get(struct timespec *ts, int base) {
+    if (base != TIME_UTC) return 0;
+    return shim_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
+}
+
+TC_EXPORT int timespec_get(struct timespec *, int) __attribute__((alias("shim_timespec_get")));
+
+static int shim_ftime(struct timeb *tb) {
+    struct timespec ts;
+    shim_clock_gettime(CLOCK_REALTIME, &ts);
+    tb->time = ts.tv_sec;
+    tb->millitm = (unsigned short)(ts.tv_nsec / 1000000);
+    tb->timezone = 0;
+    tb->dstflag = 0;
+    return 0;
+}
+
+TC_EXPORT int ftime(struct timeb *) __attribute__((alias("shim_ftime")));
+
+/* ntp_gettime reports the kernel's NTP state with the current time; only the time is virtual. */
+static int ntp_read(struct timex *tx, struct timeval *time_out) {
+    memset(tx, 0, sizeof(*tx));
+    long state = tc_shim_errno_result(tc_raw_syscall(SYS_adjtimex, tx));
+    struct timespec ts;
+    if (state >= 0 && virtual_time(CLOCK_REALTIME, &ts)) {
+        time_out->tv_sec = ts.tv_sec;
+        time_out->tv_usec = (tx->status & STA_NANO) ? ts.tv_nsec : ts.tv_nsec / 1000;
+    } else {
+        *time_out = tx->time;
+    }
+    return (int)state;
+}
+
+static int shim_ntp_gettimex(struct ntptimeval *ntv) {
+    struct timex tx;
+    int state = ntp_read(&tx, &ntv->time);
+    ntv->maxerror = tx.maxerror;
+    ntv->esterror = tx.esterror;
+    ntv->tai = tx.tai;
+    return state;
+}
+
+TC_EXPORT int ntp_gettimex(struct ntptimeval *) __attribute__((alias("shim_ntp_gettimex")));
+
+/* The pre-2.12 ABI: glibc's headers now redirect ntp_gettime to ntp_gettimex. */
+struct ntptimeval_v1 {
+    struct timeval time;
+    long maxerror;
+    long esterror;
+};
+
+TC_EXPORT int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) __asm__("ntp_gettime");
+int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) {
+    struct timex tx;
+    int state = ntp_read(&tx, &ntv->time);
+    ntv->maxerror = tx.maxerror;
+    ntv->esterror = tx.esterror;
+    return state;
+}
+
+/*
+ * syscall(2) with a clock-reading number is answered like the libc call;
+ * every other number goes to the kernel unchanged, with libc's convention
+ * (−1 and errno) for failures.
+ */
+TC_EXPORT long syscall(long number, ...) {
+    va_list args;
+    va_start(args, number);
+    long a1 = va_arg(args, long), a2 = va_arg(args, long), a3 = va_arg(args, long);
+    long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
+    va_end(args);
+    switch (number) {
+    case SYS_clock_gettime:
+        if (!virtual_time((clockid_t)a1, (struct timespec *)a2)) break;
+        return 0;
+#ifdef SYS_gettimeofday
+    case SYS_gettimeofday: return shim_gettimeofday((struct timeval *)a1, (void *)a2);
+#endif
+#ifdef SYS_time
+    case SYS_time: return shim_time((time_t *)a1);
+#endif
+    default: break;
+    }
+    return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));
+}

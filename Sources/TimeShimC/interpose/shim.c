@@ -1,0 +1,199 @@
+/*
+ * Attachment: finding the session segment named by TIMECTL_SEGMENT, or
+ * deciding that this process runs on real time.
+ *
+ * The first interposed call can arrive before this library's constructor
+ * (another library's constructor reading the clock) or from inside the
+ * work of initialising (a system call that reads the clock, a signal
+ * handler). Initialisation therefore runs on the first call from whichever
+ * thread gets there, uses only raw system calls and no allocation, and a
+ * call that re-enters it from the initialising thread gets the real clock
+ * instead of deadlocking.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int tc_shim_state = TC_SHIM_UNINITIALISED;
+struct tc_segment *tc_shim_attached_segment;
+
+static int32_t initialising_tid;
+static int process_slot = -1;
+/* The segment while attach() runs; published in tc_shim_attached_segment when done. */
+static struct tc_segment *attaching_segment;
+
+long tc_shim_errno_result(long kernel_result) {
+    if (kernel_result < 0 && kernel_result > -4096) {
+        errno = (int)-kernel_result;
+        return -1;
+    }
+    return kernel_result;
+}
+
+/* ---- one-line messages without stdio (we may be inside malloc or a signal handler) ---- */
+
+struct line {
+    char text[512];
+    size_t length;
+};
+
+static void append(struct line *line, const char *s) {
+    while (*s && line->length < sizeof(line->text) - 1) line->text[line->length++] = *s++;
+}
+
+static void append_number(struct line *line, long value) {
+    char digits[24];
+    int n = 0;
+    unsigned long v = value < 0 ? -(unsigned long)value : (unsigned long)value;
+    do digits[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 23);
+    if (value < 0) append(line, "-");
+    while (n > 0) {
+        char c[2] = {digits[--n], 0};
+        append(line, c);
+    }
+}
+
+static void write_line(struct line *line) {
+    append(line, "\n");
+    tc_raw_syscall(SYS_write, 2, line->text, line->length);
+}
+
+/* ---- controllers are never controlled (see controller.c) ---- */
+
+static int executable_is_controller(void) {
+    const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)getauxval(AT_PHDR);
+    unsigned long count = getauxval(AT_PHNUM);
+    if (!phdrs) return 0;
+    uintptr_t bias = 0;
+    for (unsigned long i = 0; i < count; i++)
+        if (phdrs[i].p_type == PT_PHDR) bias = (uintptr_t)phdrs - phdrs[i].p_vaddr;
+    for (unsigned long i = 0; i < count; i++) {
+        if (phdrs[i].p_type != PT_NOTE) continue;
+        const char *note = (const char *)(bias + phdrs[i].p_vaddr);
+        const char *end = note + phdrs[i].p_memsz;
+        while (note + 12 <= end) {
+            const uint32_t *words = (const uint32_t *)note;
+            uint32_t name_size = words[0], desc_size = words[1], type = words[2];
+            const char *name = note + 12;
+            if (type == TC_CONTROLLER_NOTE_TYPE && name_size == 8 && memcmp(name, "timectl", 8) == 0)
+                return 1;
+            note = name + ((name_size + 3) & ~3u) + ((desc_size + 3) & ~3u);
+        }
+    }
+    return 0;
+}
+
+/* ---- attaching ---- */
+
+static int64_t boottime_now(void) { return tc_real_ns(CLOCK_BOOTTIME); }
+
+static void register_this_process(void) {
+    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    process_slot = tc_proc_register(attaching_segment, pid, boottime_now());
+}
+
+static void after_fork_in_child(void) {
+    if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED) register_this_process();
+}
+
+__attribute__((destructor)) static void detach_at_exit(void) {
+    if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) != TC_SHIM_ATTACHED) return;
+    tc_proc_unregister(attaching_segment, process_slot, (int32_t)tc_raw_syscall(SYS_getpid, 0));
+}
+
+/*
+ * SPEC §7: a segment we cannot trust is never silently replaced by real
+ * time. Exit with a distinct status unless the user opted into real time.
+ */
+static void refuse(const char *path, const char *problem, const struct tc_failure *failure) {
+    const char *policy = getenv("TIMECTL_ON_ERROR");
+    int fall_back = policy && strcmp(policy, "realtime") == 0;
+    struct line line = {.length = 0};
+    append(&line, "timectl: ");
+    append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
+    append(&line, "[");
+    append_number(&line, tc_raw_syscall(SYS_getpid, 0));
+    append(&line, "]: session segment ");
+    append(&line, path);
+    append(&line, " ");
+    if (failure && failure->result == TC_E_VERSION) {
+        append(&line, "has segment layout version ");
+        append_number(&line, failure->found_version);
+        append(&line, ", this shim reads version ");
+        append_number(&line, TC_SEGMENT_VERSION);
+    } else {
+        append(&line, problem);
+    }
+    if (failure && failure->result == TC_E_SYSCALL) {
+        append(&line, " (");
+        append(&line, failure->syscall);
+        append(&line, ": ");
+        append(&line, strerrorname_np(failure->sys_errno) ? strerrorname_np(failure->sys_errno) : "error");
+        append(&line, ")");
+    }
+    if (fall_back) {
+        append(&line, "; running on real time (TIMECTL_ON_ERROR=realtime)");
+        write_line(&line);
+        return;
+    }
+    append(&line, "; refusing to run on real time (set TIMECTL_ON_ERROR=realtime to allow it)");
+    write_line(&line);
+    tc_raw_syscall(SYS_exit_group, TC_SHIM_REFUSAL_STATUS);
+}
+
+static int attach(void) {
+    const char *path = getenv("TIMECTL_SEGMENT");
+    if (!path) return TC_SHIM_REAL;
+    if (executable_is_controller()) return TC_SHIM_REAL;
+    if (!*path) {
+        refuse("(TIMECTL_SEGMENT)", "is empty", NULL);
+        return TC_SHIM_REAL;
+    }
+    if (path[0] != '/') {
+        refuse(path, "is not an absolute path", NULL);
+        return TC_SHIM_REAL;
+    }
+    struct tc_mapping mapping;
+    struct tc_failure failure = {0};
+    if (tc_segment_open(AT_FDCWD, path, &mapping, &failure) != TC_OK) {
+        refuse(path, tc_result_phrase(failure.result), &failure);
+        return TC_SHIM_REAL;
+    }
+    attaching_segment = mapping.segment;
+    register_this_process();
+    pthread_atfork(NULL, NULL, after_fork_in_child);
+    return TC_SHIM_ATTACHED;
+}
+
+struct tc_segment *tc_shim_initialise(void) {
+    int32_t tid = (int32_t)tc_raw_syscall(SYS_gettid, 0);
+    int expected = TC_SHIM_UNINITIALISED;
+    if (__atomic_compare_exchange_n(&tc_shim_state, &expected, TC_SHIM_INITIALISING, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&initialising_tid, tid, __ATOMIC_RELAXED);
+        int saved_errno = errno;
+        tc_realclock_init();
+        int state = attach();
+        errno = saved_errno;
+        if (state == TC_SHIM_ATTACHED) __atomic_store_n(&tc_shim_attached_segment, attaching_segment, __ATOMIC_RELEASE);
+        __atomic_store_n(&tc_shim_state, state, __ATOMIC_RELEASE);
+        return state == TC_SHIM_ATTACHED ? attaching_segment : NULL;
+    }
+    /* Re-entered from our own initialisation (or a signal handler on it): real time. */
+    if (__atomic_load_n(&initialising_tid, __ATOMIC_RELAXED) == tid) return NULL;
+    while ((expected = __atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE)) == TC_SHIM_INITIALISING)
+        tc_raw_syscall(SYS_sched_yield, 0);
+    return expected == TC_SHIM_ATTACHED ? attaching_segment : NULL;
+}
+
+__attribute__((constructor)) static void initialise_at_load(void) { tc_shim_segment(); }

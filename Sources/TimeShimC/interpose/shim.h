@@ -1,0 +1,41 @@
+/*
+ * The preload shim's internal interface: its attachment state and the
+ * helpers the interposers share. Not part of TimeControlKit.
+ */
+#ifndef TIMECTL_SHIM_H
+#define TIMECTL_SHIM_H
+
+#include "timectl_segment_io.h"
+#include "timectl_timeline.h"
+
+#define TC_EXPORT __attribute__((visibility("default")))
+#define TC_LIKELY(x) __builtin_expect(!!(x), 1)
+
+/* Exit status of a process whose segment cannot be trusted (SPEC §7). */
+#define TC_SHIM_REFUSAL_STATUS 120
+
+enum tc_shim_state {
+    TC_SHIM_UNINITIALISED = 0,
+    TC_SHIM_INITIALISING = 1,
+    TC_SHIM_REAL = 2,      /* not attached: every call is the real one */
+    TC_SHIM_ATTACHED = 3,
+};
+
+extern int tc_shim_state;
+extern struct tc_segment *tc_shim_attached_segment;
+
+struct tc_segment *tc_shim_initialise(void);
+
+/* The session segment, or NULL when this process runs on real time. */
+static inline struct tc_segment *tc_shim_segment(void) {
+    /* Published (release) only once attached, so one load decides the common case. */
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_attached_segment, __ATOMIC_ACQUIRE);
+    if (TC_LIKELY(segment != NULL)) return segment;
+    if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return NULL;
+    return tc_shim_initialise();
+}
+
+/* libc's convention for a kernel result: −1 and errno, or the value. */
+long tc_shim_errno_result(long kernel_result);
+
+#endif

@@ -1,0 +1,420 @@
+/*
+ * Segment mapping, validation, creation and the writer protocol.
+ * See timectl_segment.h for the layout and its concurrency rules.
+ */
+#define _GNU_SOURCE
+#include "timectl_segment_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TC_PROC_OFFSET ((uint32_t)((sizeof(struct tc_segment) + 63) & ~(size_t)63))
+#define TC_PROC_SLOTS 1024u
+
+static int fail(struct tc_failure *failure, int result) {
+    if (failure) failure->result = result;
+    return result;
+}
+
+static int fail_syscall(struct tc_failure *failure, const char *name, long kernel_result) {
+    if (failure) {
+        failure->result = TC_E_SYSCALL;
+        failure->syscall = name;
+        failure->sys_errno = (int)-kernel_result;
+    }
+    return TC_E_SYSCALL;
+}
+
+const char *tc_result_phrase(int result) {
+    switch (result) {
+    case TC_OK: return "ok";
+    case TC_E_SYSCALL: return "could not be accessed";
+    case TC_E_MISSING: return "does not exist";
+    case TC_E_SYMLINK: return "is a symbolic link";
+    case TC_E_NOT_REGULAR: return "is not a regular file";
+    case TC_E_NOT_OWNER: return "belongs to another user";
+    case TC_E_MODE: return "is accessible to other users (must be mode 0600)";
+    case TC_E_TRUNCATED: return "is truncated";
+    case TC_E_NOT_SEGMENT: return "is not a timectl segment";
+    case TC_E_VERSION: return "has another segment layout version";
+    case TC_E_CORRUPT: return "has an inconsistent header";
+    case TC_E_EXISTS: return "already exists";
+    case TC_E_RANGE: return "would move a clock outside 1900-01-01..2200-01-01";
+    case TC_E_INVALID: return "was given an invalid argument";
+    case TC_E_LOCK_TIMEOUT: return "is locked by another writer";
+    default: return "failed";
+    }
+}
+
+uint64_t tc_segment_expected_size(void) {
+    uint64_t size = TC_PROC_OFFSET + (uint64_t)TC_PROC_SLOTS * sizeof(struct tc_proc_slot);
+    return (size + 4095) & ~(uint64_t)4095;
+}
+
+int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, uint32_t file_uid) {
+    const struct tc_segment_header *h = &segment->header;
+    if (memcmp(h->magic, TC_SEGMENT_MAGIC, sizeof(h->magic)) != 0) return TC_E_NOT_SEGMENT;
+    if (h->version != TC_SEGMENT_VERSION) return TC_E_VERSION;
+    if (h->header_size != sizeof(struct tc_segment)) return TC_E_CORRUPT;
+    if (h->total_size > file_size) return TC_E_TRUNCATED;
+    if (h->total_size != file_size) return TC_E_CORRUPT;
+    if (h->owner_uid != file_uid) return TC_E_CORRUPT;
+    if (h->proc_offset < sizeof(struct tc_segment) || h->proc_offset % 64 != 0) return TC_E_CORRUPT;
+    if ((uint64_t)h->proc_offset + (uint64_t)h->proc_capacity * sizeof(struct tc_proc_slot) > file_size)
+        return TC_E_CORRUPT;
+    if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
+    return TC_OK;
+}
+
+static int map_fd(int fd, uint64_t size, struct tc_mapping *mapping, struct tc_failure *failure) {
+    long address = tc_raw_syscall(SYS_mmap, 0, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (address < 0 && address > -4096) return fail_syscall(failure, "mmap", address);
+    mapping->segment = (struct tc_segment *)address;
+    mapping->size = size;
+    return TC_OK;
+}
+
+int tc_segment_open(int dirfd, const char *path, struct tc_mapping *mapping, struct tc_failure *failure) {
+    mapping->segment = NULL;
+    mapping->size = 0;
+    long fd = tc_raw_syscall(SYS_openat, dirfd, path,
+                             O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0);
+    if (fd == -ENOENT) return fail(failure, TC_E_MISSING);
+    if (fd == -ELOOP) return fail(failure, TC_E_SYMLINK);
+    if (fd == -EISDIR || fd == -ENXIO) return fail(failure, TC_E_NOT_REGULAR);
+    if (fd < 0) return fail_syscall(failure, "open", fd);
+
+    struct stat st;
+    long r = tc_raw_syscall(SYS_fstat, fd, &st);
+    int result = TC_OK;
+    uint32_t euid = (uint32_t)tc_raw_syscall(SYS_geteuid, 0);
+    if (r < 0) result = fail_syscall(failure, "fstat", r);
+    else if (!S_ISREG(st.st_mode)) result = fail(failure, TC_E_NOT_REGULAR);
+    else if (st.st_uid != euid) {
+        result = fail(failure, TC_E_NOT_OWNER);
+        if (failure) failure->found_uid = st.st_uid;
+    } else if (st.st_mode & 077) result = fail(failure, TC_E_MODE);
+    else if ((uint64_t)st.st_size < sizeof(struct tc_segment)) result = fail(failure, TC_E_TRUNCATED);
+    else result = map_fd((int)fd, (uint64_t)st.st_size, mapping, failure);
+    tc_raw_syscall(SYS_close, fd);
+    if (result != TC_OK) return result;
+
+    result = tc_segment_validate(mapping->segment, mapping->size, st.st_uid);
+    if (result != TC_OK) {
+        if (failure && result == TC_E_VERSION) failure->found_version = mapping->segment->header.version;
+        tc_segment_unmap(mapping);
+        return fail(failure, result);
+    }
+    return TC_OK;
+}
+
+void tc_segment_unmap(struct tc_mapping *mapping) {
+    if (mapping->segment) tc_raw_syscall(SYS_munmap, mapping->segment, mapping->size);
+    mapping->segment = NULL;
+    mapping->size = 0;
+}
+
+static void format_segment(struct tc_segment *segment, uint64_t size, const char *name) {
+    struct tc_segment_header *h = &segment->header;
+    memcpy(h->magic, TC_SEGMENT_MAGIC, sizeof(h->magic));
+    h->version = TC_SEGMENT_VERSION;
+    h->header_size = sizeof(struct tc_segment);
+    h->total_size = size;
+    h->owner_uid = (uint32_t)tc_raw_syscall(SYS_geteuid, 0);
+    h->proc_offset = TC_PROC_OFFSET;
+    h->proc_capacity = TC_PROC_SLOTS;
+    strncpy(h->name, name, sizeof(h->name) - 1);
+
+    /* Read monotonic first: it is the anchor every other clock runs from. */
+    int64_t *base = h->base;
+    base[TC_VCLOCK_MONOTONIC] = tc_real_ns(CLOCK_MONOTONIC);
+    base[TC_VCLOCK_MONOTONIC_RAW] = tc_real_ns(CLOCK_MONOTONIC_RAW);
+    base[TC_VCLOCK_BOOTTIME] = tc_real_ns(CLOCK_BOOTTIME);
+    base[TC_VCLOCK_REALTIME] = tc_real_ns(CLOCK_REALTIME);
+    /* The kernel's TAI offset is whole seconds; reading the two clocks one
+       after the other must not add the nanoseconds in between. */
+    int64_t tai_offset = tc_real_ns(CLOCK_TAI) - base[TC_VCLOCK_REALTIME];
+    tai_offset = (tai_offset + TC_NS_PER_SECOND / 2) / TC_NS_PER_SECOND * TC_NS_PER_SECOND;
+    base[TC_VCLOCK_TAI] = base[TC_VCLOCK_REALTIME] + tai_offset;
+    h->created_realtime = base[TC_VCLOCK_REALTIME];
+    for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++) {
+        int track_clock = tc_track_of(clock) == TC_TRACK_WALL ? TC_VCLOCK_REALTIME : TC_VCLOCK_MONOTONIC;
+        h->clock_offset[clock] = tc_split_ns(base[clock] - base[track_clock]);
+    }
+
+    struct tc_anchors anchors = {.t0 = base[TC_VCLOCK_MONOTONIC], .rate = TC_RATE_ONE};
+    anchors.track[TC_TRACK_ELAPSED] = base[TC_VCLOCK_MONOTONIC];
+    anchors.track[TC_TRACK_WALL] = base[TC_VCLOCK_REALTIME];
+    tc_anchors_pack(&segment->timeline.current, &anchors);
+    segment->timeline.backup = segment->timeline.current;
+
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    pthread_mutex_init(&segment->writer_lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+}
+
+int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
+                      struct tc_failure *failure) {
+    static unsigned counter;
+    mapping->segment = NULL;
+    mapping->size = 0;
+    if (strlen(name) >= TC_SESSION_NAME_MAX) return fail(failure, TC_E_INVALID);
+    tc_realclock_init();
+
+    char temporary[PATH_MAX];
+    long pid = tc_raw_syscall(SYS_getpid, 0);
+    unsigned serial = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    if (snprintf(temporary, sizeof(temporary), ".%s.%ld.%u.creating", file_name, pid, serial) >=
+        (int)sizeof(temporary))
+        return fail(failure, TC_E_INVALID);
+
+    long fd = tc_raw_syscall(SYS_openat, dirfd, temporary,
+                             O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return fail_syscall(failure, "open", fd);
+    uint64_t size = tc_segment_expected_size();
+    int result = TC_OK;
+    long r = tc_raw_syscall(SYS_fchmod, fd, 0600);
+    if (r < 0) result = fail_syscall(failure, "fchmod", r);
+    if (result == TC_OK && (r = tc_raw_syscall(SYS_ftruncate, fd, size)) < 0)
+        result = fail_syscall(failure, "ftruncate", r);
+    if (result == TC_OK) result = map_fd((int)fd, size, mapping, failure);
+    tc_raw_syscall(SYS_close, fd);
+    if (result == TC_OK) {
+        format_segment(mapping->segment, size, name);
+        r = tc_raw_syscall(SYS_linkat, dirfd, temporary, dirfd, file_name, 0);
+        if (r == -EEXIST) result = fail(failure, TC_E_EXISTS);
+        else if (r < 0) result = fail_syscall(failure, "link", r);
+    }
+    tc_raw_syscall(SYS_unlinkat, dirfd, temporary, 0);
+    if (result != TC_OK) tc_segment_unmap(mapping);
+    return result;
+}
+
+/* ---- the timeline's seqlock ---- */
+
+static void load_split(struct tc_split *to, const struct tc_split *from) {
+    to->sec = __atomic_load_n(&from->sec, __ATOMIC_RELAXED);
+    to->nsec = __atomic_load_n(&from->nsec, __ATOMIC_RELAXED);
+}
+
+static void store_split(struct tc_split *to, const struct tc_split *from) {
+    __atomic_store_n(&to->sec, from->sec, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->nsec, from->nsec, __ATOMIC_RELAXED);
+}
+
+static void load_state(struct tc_clock_state *to, const struct tc_clock_state *from) {
+    load_split(&to->t0, &from->t0);
+    to->rate = __atomic_load_n(&from->rate, __ATOMIC_RELAXED);
+    for (int k = 0; k < TC_TRACK_COUNT; k++) load_split(&to->offset[k], &from->offset[k]);
+}
+
+static void store_state(struct tc_clock_state *to, const struct tc_clock_state *from) {
+    store_split(&to->t0, &from->t0);
+    __atomic_store_n(&to->rate, from->rate, __ATOMIC_RELAXED);
+    for (int k = 0; k < TC_TRACK_COUNT; k++) store_split(&to->offset[k], &from->offset[k]);
+}
+
+/* True when no live thread holds the writer lock (its holder died, or it was released). */
+static int writer_gone(const struct tc_segment *segment) {
+    int word = __atomic_load_n(&segment->writer_lock.__data.__lock, __ATOMIC_ACQUIRE);
+    return (word & FUTEX_TID_MASK) == 0 || (word & FUTEX_OWNER_DIED) != 0;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__)
+    __asm__ volatile("pause");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/*
+ * seq was odd. A live writer finishes in well under a microsecond, so spin
+ * a little, then yield. Returns 1 once the writer is known dead: then the
+ * backup is the last complete state, valid until a new writer changes seq.
+ */
+static int writer_died_mid_verb(const struct tc_segment *segment, unsigned spins) {
+    if (spins < 64) {
+        cpu_relax();
+        return 0;
+    }
+    if (!writer_gone(segment)) {
+        tc_raw_syscall(SYS_sched_yield, 0);
+        return 0;
+    }
+    return 1;
+}
+
+void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    int track = tc_track_of(vclock);
+    for (unsigned spins = 0;; spins++) {
+        uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+        int stalled = seq & 1;
+        if (stalled && !writer_died_mid_verb(segment, spins)) continue;
+        if (tc_timeline_try_read(timeline, stalled ? &timeline->backup : &timeline->current, track, seq, out)) {
+            tc_add_clock_offset(segment, vclock, out);
+            return;
+        }
+    }
+}
+
+void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    for (unsigned spins = 0;; spins++) {
+        uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+        int stalled = seq & 1;
+        if (stalled && !writer_died_mid_verb(segment, spins)) continue;
+        load_state(state, stalled ? &timeline->backup : &timeline->current);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&timeline->seq, __ATOMIC_RELAXED) == seq) return;
+    }
+}
+
+/* A writer died inside a verb: put back the state from before it. */
+static void repair_after_dead_writer(struct tc_segment *segment) {
+    struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_RELAXED);
+    if (seq & 1) {
+        struct tc_clock_state backup;
+        load_state(&backup, &timeline->backup);
+        store_state(&timeline->current, &backup);
+        __atomic_store_n(&timeline->seq, seq + 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&timeline->writer_pid, 0, __ATOMIC_RELAXED);
+}
+
+int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure) {
+#if defined(__SANITIZE_THREAD__)
+    /* ThreadSanitizer does not intercept pthread_mutex_clocklock. */
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_REALTIME) + timeout_ns);
+    int r = pthread_mutex_timedlock(&segment->writer_lock, &deadline);
+#else
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + timeout_ns);
+    int r = pthread_mutex_clocklock(&segment->writer_lock, CLOCK_MONOTONIC, &deadline);
+#endif
+    if (r == EOWNERDEAD) {
+        repair_after_dead_writer(segment);
+        pthread_mutex_consistent(&segment->writer_lock);
+        return TC_OK;
+    }
+    if (r == ETIMEDOUT) return fail(failure, TC_E_LOCK_TIMEOUT);
+    if (r == ENOTRECOVERABLE) return fail(failure, TC_E_CORRUPT);
+    if (r != 0) return fail_syscall(failure, "pthread_mutex_clocklock", -r);
+    return TC_OK;
+}
+
+void tc_segment_unlock(struct tc_segment *segment) {
+    pthread_mutex_unlock(&segment->writer_lock);
+}
+
+int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published) {
+    struct tc_timeline *timeline = &segment->timeline;
+    /* A signal handler in this thread that read the clock would spin on the odd seq forever. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+
+    struct tc_clock_state state;
+    load_state(&state, &timeline->current);
+    store_state(&timeline->backup, &state);
+    __atomic_store_n(&timeline->writer_pid, (int32_t)tc_raw_syscall(SYS_getpid, 0), __ATOMIC_RELAXED);
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    __atomic_store_n(&timeline->seq, seq + 1, __ATOMIC_RELAXED);
+    /* The real time must be read after every reader can see the odd seq. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+
+    struct tc_real_now now = {tc_real_ns(CLOCK_MONOTONIC), tc_real_ns(CLOCK_REALTIME)};
+    struct tc_anchors anchors = tc_anchors_unpack(&state);
+    int result = tc_anchors_apply(&anchors, verb, now);
+    if (result == TC_OK) {
+        tc_anchors_pack(&state, &anchors);
+        store_state(&timeline->current, &state);
+    }
+    __atomic_store_n(&timeline->seq, seq + 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&timeline->writer_pid, 0, __ATOMIC_RELAXED);
+
+    if (result == TC_OK) {
+        __atomic_fetch_add(&segment->verbs_applied, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&segment->generation, 1, __ATOMIC_RELEASE);
+        tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+        if (published) *published = state;
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    return result;
+}
+
+void tc_segment_mark_removed(struct tc_segment *segment) {
+    __atomic_fetch_or(&segment->header.flags, TC_SEGMENT_FLAG_REMOVED, __ATOMIC_RELEASE);
+    __atomic_fetch_add(&segment->generation, 1, __ATOMIC_RELEASE);
+    tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+}
+
+/* ---- the process table ---- */
+
+struct tc_proc_slot *tc_segment_procs(const struct tc_segment *segment) {
+    return (struct tc_proc_slot *)((char *)segment + segment->header.proc_offset);
+}
+
+static int claim_free_slot(struct tc_segment *segment, int32_t pid, int64_t registered) {
+    struct tc_proc_slot *slots = tc_segment_procs(segment);
+    for (uint32_t i = 0; i < segment->header.proc_capacity; i++) {
+        int32_t expected = 0;
+        if (__atomic_load_n(&slots[i].pid, __ATOMIC_RELAXED) == 0 &&
+            __atomic_compare_exchange_n(&slots[i].pid, &expected, pid, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED)) {
+            __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELEASE);
+            return (int)i;
+        }
+    }
+    return -1;
+}
+
+int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered) {
+    struct tc_proc_slot *slots = tc_segment_procs(segment);
+    uint32_t capacity = segment->header.proc_capacity;
+    /* After exec the same pid registers again: keep one entry. */
+    for (uint32_t i = 0; i < capacity; i++) {
+        if (__atomic_load_n(&slots[i].pid, __ATOMIC_RELAXED) == pid) {
+            __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELEASE);
+            return (int)i;
+        }
+    }
+    int slot = claim_free_slot(segment, pid, registered);
+    if (slot >= 0) return slot;
+    /* Full: free the entries of processes that died without exiting normally. */
+    for (uint32_t i = 0; i < capacity; i++) {
+        int32_t other = __atomic_load_n(&slots[i].pid, __ATOMIC_RELAXED);
+        if (other > 0 && tc_raw_syscall(SYS_kill, other, 0) == -ESRCH)
+            __atomic_compare_exchange_n(&slots[i].pid, &other, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    }
+    return claim_free_slot(segment, pid, registered);
+}
+
+void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.proc_capacity) return;
+    int32_t expected = pid;
+    __atomic_compare_exchange_n(&tc_segment_procs(segment)[slot].pid, &expected, 0, 0, __ATOMIC_ACQ_REL,
+                                __ATOMIC_RELAXED);
+}
+
+int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_t *registered) {
+    if (slot >= segment->header.proc_capacity) return 0;
+    const struct tc_proc_slot *entry = &tc_segment_procs(segment)[slot];
+    int32_t pid = __atomic_load_n(&entry->pid, __ATOMIC_ACQUIRE);
+    if (registered) *registered = __atomic_load_n(&entry->registered, __ATOMIC_ACQUIRE);
+    return pid;
+}

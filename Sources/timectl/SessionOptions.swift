@@ -1,0 +1,28 @@
+import ArgumentParser
+import TimeControlKit
+
+/// `--session NAME`, accepted before or after the subcommand.
+struct SessionOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The session to act on (default: $TIMECTL_SESSION, else 'default').", valueName: "name"))
+    var session: String?
+
+    /// The session name in effect.
+    func name() throws(TimeControlError) -> String {
+        try Self.resolve(session)
+    }
+
+    /// The explicit name, else `$TIMECTL_SESSION`, else `default`.
+    static func resolve(_ explicit: String?) throws(TimeControlError) -> String {
+        let name = explicit ?? ProcessEnvironment.value("TIMECTL_SESSION").flatMap { $0.isEmpty ? nil : $0 } ?? "default"
+        try SessionDirectory.validate(name: name)
+        return name
+    }
+
+    func openExisting() throws(TimeControlError) -> TimeSession {
+        try TimeSession.open(named: try name())
+    }
+
+    func openOrCreate() throws(TimeControlError) -> TimeSession {
+        try TimeSession.openOrCreate(named: try name())
+    }
+}

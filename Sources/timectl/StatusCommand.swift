@@ -1,0 +1,54 @@
+import ArgumentParser
+import TimeControlKit
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the session's virtual time, rate and attached processes.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Flag(help: "Print JSON for programs instead of text for people.")
+    var json = false
+
+    func run() throws {
+        let status = try sessionOptions.openExisting().status()
+        if json {
+            print(try StatusFormat.json(status))
+        } else {
+            print(StatusFormat.text(status), terminator: "")
+        }
+    }
+}
+
+enum StatusFormat {
+    static func json<T: Encodable>(_ value: T) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func text(_ status: SessionStatus) -> String {
+        let processes = status.processes.isEmpty
+            ? "none"
+            : status.processes.map { "\($0.pid) (\($0.command))" }.joined(separator: ", ")
+        let rows: [(String, String)] = [
+            ("session", "\(status.session)  \(status.segment)"),
+            ("wall clock", status.wallClock + (status.frozen ? "  (frozen)" : "")),
+            ("rate", status.frozen ? "frozen" : status.rateText),
+            ("elapsed", TimeFormats.formatDuration(status.elapsedNanoseconds) + " of virtual time since the session was created"),
+            ("created", status.createdAt),
+            ("processes", processes),
+        ]
+        return rows.map { label, value in
+            label + String(repeating: " ", count: 12 - label.count) + value + "\n"
+        }.joined()
+    }
+}

@@ -1,0 +1,96 @@
+import ArgumentParser
+import TimeControlKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Timectl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "timectl",
+        abstract: "Control the passage of time for unmodified Linux programs.",
+        discussion: """
+            Programs started with 'timectl run' read their clocks, and sleep, on the \
+            session's virtual timeline. The verbs move that timeline for every attached \
+            process at once.
+
+            DURATION: a number of seconds (3, 1.5) or numbers with units ns us ms s m h d \
+            (1h30m, 250ms).
+            AT: ISO 8601 (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00; \
+            UTC when no offset is given), @SECONDS since the epoch, or +DURATION / -DURATION \
+            from the current virtual time.
+            The session is --session NAME, else $TIMECTL_SESSION, else 'default'.
+            """,
+        subcommands: [
+            Freeze.self, Resume.self, Rate.self, Tick.self, SetWallClock.self, Reset.self,
+            Status.self, Run.self, SessionCommand.self,
+        ]
+    )
+
+    @OptionGroup var sessionOptions: SessionOptions
+}
+
+@main
+enum Main {
+    static func main() {
+        if let request = FastRunRequest(CommandLine.arguments.dropFirst()) {
+            exit(Run.execute(session: request.session, arguments: request.arguments))
+        }
+        let status: Int32
+        do {
+            var command = try Timectl.parseAsRoot()
+            try command.run()
+            status = 0
+        } catch let exit as ExitCode {
+            status = exit.rawValue
+        } catch let error as TimeControlError {
+            status = report(error)
+        } catch let error as CommandFailure {
+            report(line: error.message)
+            status = error.status
+        } catch {
+            let code = Timectl.exitCode(for: error)
+            if code == .success {
+                print(Timectl.fullMessage(for: error))
+                status = 0
+            } else {
+                let message = Timectl.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
+                report(line: message + " (see '\(helpCommand())')")
+                status = code.rawValue
+            }
+        }
+        exit(status)
+    }
+
+    /// `timectl SUBCOMMAND --help` for the subcommand on the command line.
+    static func helpCommand() -> String {
+        var words = ["timectl"]
+        var command: ParsableCommand.Type = Timectl.self
+        for argument in CommandLine.arguments.dropFirst() where !argument.hasPrefix("-") {
+            guard let next = command.configuration.subcommands.first(where: { $0._commandName == argument }) else { break }
+            words.append(argument)
+            command = next
+        }
+        return (words + ["--help"]).joined(separator: " ")
+    }
+
+    /// Reports a TimeControlKit error on one line; returns the exit status.
+    static func report(_ error: TimeControlError) -> Int32 {
+        report(line: error.description)
+        switch error {
+        case .invalidInput, .invalidSessionName: return 64  // EX_USAGE, as for other bad arguments
+        default: return 1
+        }
+    }
+
+    static func report(line: String) {
+        var text = "timectl: " + line + "\n"
+        text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+    }
+}
+
+/// A failure with its own exit status (used by `run`, whose status is the child's).
+struct CommandFailure: Error {
+    var message: String
+    var status: Int32
+}

@@ -1,0 +1,176 @@
+import ArgumentParser
+import TimeControlKit
+
+// The verbs of SPEC §2. Each validates its argument before touching the
+// session, so bad input changes nothing. freeze, rate and set create the
+// session at real time if it does not exist; the others need it to exist.
+
+struct Freeze: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "freeze",
+        abstract: "Stop the clocks; with AT, the wall clock jumps to AT first.",
+        discussion: "Creates the session if it does not exist. Monotonic clocks stop where they are.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or ±DURATION).", valueName: "at"))
+    var target: [String] = []
+
+    func validate() throws { _ = try wallClockTarget() }
+
+    func wallClockTarget() throws -> WallClockTarget? {
+        guard !target.isEmpty else { return nil }
+        return try InvalidValue.reporting { () throws(FormatError) in
+            try TimeFormats.parseInstant(try OneValue.of(target, kind: "AT", usage: "timectl freeze [AT]"))
+        }
+    }
+
+    func run() throws {
+        try sessionOptions.openOrCreate().freeze(at: try wallClockTarget())
+    }
+}
+
+struct Resume: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "resume",
+        abstract: "Let the clocks run again, at real speed or at RATE.",
+        discussion: "The clocks continue from where they stand; nothing jumps.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Speed factor (default 1).", valueName: "rate"))
+    var rate: [String] = []
+
+    func validate() throws { _ = try chosenRate() }
+
+    func chosenRate() throws -> TimeRate {
+        guard !rate.isEmpty else { return .realTime }
+        return try TimeRate(parsingArgument: try InvalidValue.reporting { () throws(FormatError) in
+            try OneValue.of(rate, kind: "RATE", usage: "timectl resume [RATE]")
+        })
+    }
+
+    func run() throws {
+        try sessionOptions.openExisting().resume(rate: try chosenRate())
+    }
+}
+
+struct Rate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rate",
+        abstract: "Run the clocks FACTOR times as fast as real time.",
+        discussion: "FACTOR is from 0.001 to 1000000: 2 is twice as fast, 0.5 half as fast. Use freeze to stop the clocks. Creates the session if it does not exist.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Speed factor, 0.001 to 1000000.", valueName: "factor"))
+    var factor: [String] = []
+
+    func validate() throws { _ = try rate() }
+
+    func rate() throws -> TimeRate {
+        try TimeRate(parsingArgument: try InvalidValue.reporting { () throws(FormatError) in
+            try OneValue.of(factor, kind: "RATE", usage: "timectl rate FACTOR")
+        })
+    }
+
+    func run() throws {
+        try sessionOptions.openOrCreate().setRate(try rate())
+    }
+}
+
+struct Tick: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tick",
+        abstract: "Move every clock of the session forward by DURATION.",
+        discussion: "Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. Negative durations are refused: monotonic time cannot go back.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    // Captured raw so that '-3' reaches the parser (and its message) instead of
+    // being taken for an option.
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("How far to move (3, 1.5, 1h30m, 250ms).", valueName: "duration"))
+    var duration: [String] = []
+
+    func validate() throws { _ = try nanoseconds() }
+
+    func nanoseconds() throws -> Int64 {
+        try InvalidValue.reporting { () throws(FormatError) in
+            try TimeFormats.parseDuration(try OneValue.of(duration, kind: "DURATION", usage: "timectl tick DURATION"))
+        }
+    }
+
+    func run() throws {
+        try sessionOptions.openExisting().apply(.advance(nanoseconds: try nanoseconds()))
+    }
+}
+
+struct SetWallClock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set",
+        abstract: "Move the wall clock to AT (forward or back); monotonic clocks are untouched.",
+        discussion: "AT may be relative: 'set +1d', 'set -90m'. Creates the session if it does not exist.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or ±DURATION).", valueName: "at"))
+    var target: [String] = []
+
+    func validate() throws { _ = try wallClockTarget() }
+
+    func wallClockTarget() throws -> WallClockTarget {
+        try InvalidValue.reporting { () throws(FormatError) in
+            try TimeFormats.parseInstant(try OneValue.of(target, kind: "AT", usage: "timectl set AT"))
+        }
+    }
+
+    func run() throws {
+        try sessionOptions.openOrCreate().setWallClock(to: try wallClockTarget())
+    }
+}
+
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reset",
+        abstract: "Put the wall clock back on real time, at rate 1.",
+        discussion: "Monotonic clocks keep going forward from where they stand.")
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    func run() throws {
+        try sessionOptions.openExisting().reset()
+    }
+}
+
+/// Exactly one positional value, captured raw.
+enum OneValue {
+    static func of(_ values: [String], kind: String, usage: String) throws(FormatError) -> String {
+        guard values.count == 1 else {
+            let given = values.isEmpty ? "nothing" : values.map { "'\($0)'" }.joined(separator: " ")
+            throw FormatError(kind: kind, value: values.joined(separator: " "), reason: "expected exactly one \(kind) (\(usage)), got \(given)")
+        }
+        return values[0]
+    }
+}
+
+extension TimeRate {
+    init(parsingArgument text: String) throws {
+        do {
+            self = try TimeRate(parsing: text)
+        } catch .invalidInput(let error) {
+            throw ValidationError(error.description)
+        }
+    }
+}
+
+/// Turns a parse failure into ArgumentParser's validation error: one line,
+/// exit status 64 (EX_USAGE) like every other bad argument.
+enum InvalidValue {
+    static func reporting<T>(_ parse: () throws(FormatError) -> T) throws(ValidationError) -> T {
+        do {
+            return try parse()
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+}

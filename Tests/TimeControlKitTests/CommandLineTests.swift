@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+@Suite("The timectl command line")
+struct CommandLineTests {
+    /// SPEC §7: each a one-line error naming what is accepted, a non-zero
+    /// exit, and the segment unchanged.
+    @Test("bad input is refused with one line and changes nothing", arguments: [
+        (["tick", "-3"], "negative"),
+        (["tick", "abc"], "expected a number of seconds"),
+        (["tick", "1e400"], "expected a number of seconds"),
+        (["tick"], "expected exactly one DURATION"),
+        (["freeze", "2016-13-45"], "month 13"),
+        (["freeze", "2016-02-30T00:00:00Z"], "day 30"),
+        (["set", "tomorrow"], "expected an ISO 8601"),
+        (["rate", "0"], "use freeze"),
+        (["rate", "-1"], "expected a factor"),
+        (["rate", "1e9"], "expected a factor"),
+        (["resume", "fast"], "expected a factor"),
+        (["--session", "no-such-session", "tick", "1"], "no session 'no-such-session'"),
+        (["--session", "bad/name", "status"], "invalid session name"),
+        (["frobnicate"], "Unexpected argument"),
+    ])
+    func badInput(arguments: [String], mentions: String) throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("default")
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600_000_000_000))
+        let segment = try Data(contentsOf: URL(fileURLWithPath: session.segmentPath))
+        let before = session.status()
+
+        let result = try sandbox.timectl(arguments)
+        #expect(result.status != 0)
+        #expect(result.stdout.isEmpty)
+        let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
+        #expect(lines.count == 1, "one line: \(result.stderr)")
+        #expect(result.stderr.hasPrefix("timectl: "))
+        #expect(result.stderr.contains(mentions), "\(result.stderr)")
+
+        #expect(try Data(contentsOf: URL(fileURLWithPath: session.segmentPath)) == segment, "segment unchanged")
+        var after = session.status()
+        after.processes = before.processes
+        #expect(after == before)
+        #expect(try sandbox.sessions.sessionNames() == ["default"], "no session created")
+    }
+
+    @Test("verbs that need a session do not create one; freeze, rate and set do")
+    func sessionCreation() throws {
+        let sandbox = try Sandbox()
+        for verb in [["tick", "1"], ["resume"], ["reset"], ["status"]] {
+            #expect(try sandbox.timectl(["--session", "s"] + verb).status != 0, "\(verb)")
+        }
+        #expect(try sandbox.sessions.sessionNames().isEmpty)
+        #expect(try sandbox.timectl("--session", "a", "freeze").status == 0)
+        #expect(try sandbox.timectl("--session", "b", "rate", "2").status == 0)
+        #expect(try sandbox.timectl("--session", "c", "set", "@0").status == 0)
+        #expect(try sandbox.sessions.sessionNames() == ["a", "b", "c"])
+    }
+
+    @Test("--session before or after the verb, and TIMECTL_SESSION")
+    func sessionSelection() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.timectl("--session", "one", "freeze", "@100").status == 0)
+        #expect(try sandbox.timectl("freeze", "@200", "--session", "two").status == 0)
+        #expect(try sandbox.timectl(["freeze", "@300"], environment: ["TIMECTL_SESSION": "three"]).status == 0)
+        #expect(try sandbox.session("one").wallClockNanoseconds == 100 * nanosecondsPerSecond)
+        #expect(try sandbox.session("two").wallClockNanoseconds == 200 * nanosecondsPerSecond)
+        #expect(try sandbox.session("three").wallClockNanoseconds == 300 * nanosecondsPerSecond)
+        #expect(try sandbox.sessions.sessionNames() == ["one", "three", "two"])
+    }
+
+    @Test("status --json describes the session for programs")
+    func statusJSON() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.timectl("freeze", "2016-01-01T12:00:00Z").status == 0)
+        #expect(try sandbox.timectl("tick", "1.5").status == 0)
+        let result = try sandbox.timectl("status", "--json")
+        #expect(result.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(object["wall_clock"] as? String == "2016-01-01T12:00:01.5Z")
+        #expect(object["wall_clock_nanoseconds"] as? Int64 == 1_451_649_601_500_000_000)
+        #expect(object["frozen"] as? Bool == true)
+        #expect(object["session"] as? String == "default")
+        #expect((object["processes"] as? [Any])?.isEmpty == true)
+        let text = try sandbox.timectl("status")
+        #expect(text.stdout.contains("2016-01-01T12:00:01.5Z"))
+        #expect(text.stdout.contains("frozen"))
+    }
+
+    @Test("rate and resume")
+    func rateAndResume() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.timectl("rate", "2.5").status == 0)
+        #expect(try sandbox.session("default").status().rateText == "2.5")
+        #expect(try sandbox.timectl("freeze").status == 0)
+        #expect(try sandbox.session("default").status().frozen)
+        #expect(try sandbox.timectl("resume").status == 0)
+        #expect(try sandbox.session("default").status().rateText == "1")
+        #expect(try sandbox.timectl("resume", "0.5").status == 0)
+        #expect(try sandbox.session("default").status().rateText == "0.5")
+    }
+
+    @Test("session list, create and remove")
+    func sessionManagement() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.timectl("session", "create", "alpha").status == 0)
+        let duplicate = try sandbox.timectl("session", "create", "alpha")
+        #expect(duplicate.status != 0)
+        #expect(duplicate.stderr.contains("already exists"))
+        #expect(try sandbox.timectl("session", "create", "beta").status == 0)
+        let list = try sandbox.timectl("session", "list")
+        #expect(list.lines.count == 2)
+        #expect(list.lines[0].hasPrefix("alpha "))
+        #expect(try sandbox.timectl("session", "remove", "alpha", "beta").status == 0)
+        #expect(try sandbox.sessions.sessionNames().isEmpty)
+        #expect(try sandbox.timectl("session", "remove", "alpha").status != 0)
+    }
+
+    @Test("a session with attached processes is kept unless --force")
+    func removeRefusesAttachedSessions() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("busy")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Build.timectl)
+        process.arguments = ["--session", "busy", "run", "--", "sh", "-c", "while :; do sleep 0.05; done"]
+        process.environment = sandbox.environment
+        try process.run()
+        defer {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        var attached: [AttachedProcess] = []
+        for _ in 0..<400 where attached.isEmpty {
+            attached = session.attachedProcesses()
+            usleep(25_000)
+        }
+        try #require(!attached.isEmpty)
+        let refused = try sandbox.timectl("session", "remove", "busy")
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("attached processes"))
+        #expect(try sandbox.sessions.sessionNames() == ["busy"])
+        #expect(try sandbox.timectl("session", "remove", "--force", "busy").status == 0)
+        #expect(try sandbox.sessions.sessionNames().isEmpty)
+    }
+
+    @Test("every command has help that names its formats", arguments: [
+        (["--help"], "DURATION"), (["tick", "--help"], "DURATION"), (["freeze", "--help"], "AT"),
+        (["set", "--help"], "monotonic"), (["rate", "--help"], "0.001"), (["run", "--help"], "128+N"),
+        (["session", "--help"], "remove"), (["status", "--help"], "--json"),
+    ])
+    func help(arguments: [String], mentions: String) throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.timectl(arguments)
+        #expect(result.status == 0)
+        #expect(result.stdout.contains(mentions))
+    }
+}

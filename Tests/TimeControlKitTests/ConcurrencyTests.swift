@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+@Suite("Concurrent verbs and readers")
+struct ConcurrencyTests {
+    @Test("200 concurrent 'timectl tick 1' leave the clock exactly 200 s ahead")
+    func concurrentTicksAreSerialised() throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("default")
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 0))
+        let before = session.monotonicNanoseconds
+        let statuses = ManagedStatuses()
+        DispatchQueue.concurrentPerform(iterations: 200) { _ in
+            let status = (try? sandbox.timectl("tick", "1").status) ?? -1
+            statuses.append(status)
+        }
+        #expect(statuses.values.count == 200)
+        #expect(statuses.values.allSatisfy { $0 == 0 })
+        #expect(session.monotonicNanoseconds - before == 200 * nanosecondsPerSecond)
+        #expect(session.wallClockNanoseconds == 200 * nanosecondsPerSecond)
+        #expect(session.status().verbsApplied == 201)
+    }
+
+    /// Invariant 2: a reader hammering the clock in another process while
+    /// verbs land never sees half of one. The session is frozen and only
+    /// ticked by whole seconds, so any torn read shows as a fraction.
+    @Test("a reader hammering the clock never sees a torn value")
+    func noTornReads() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("hammer")
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600_000_000_000))
+        let hammer = try CFixture.path("clock_hammer")
+        let result = ResultBox()
+        let reader = BackgroundWork {
+            result.value = try? runProgram(Build.timectl, ["--session", "hammer", "run", "--", hammer, "frozen-ticks", "300", "60"],
+                                           environment: sandbox.environment, guardSeconds: 120)
+        }
+        // Tick until the hammer has seen 300 s pass; it stops by itself then.
+        var ticks = 0
+        while reader.isRunning && ticks < 100_000 {
+            try session.advance(by: .seconds(1))
+            ticks += 1
+            if ticks % 50 == 0 { usleep(1000) }
+        }
+        reader.wait()
+        let output = try #require(result.value)
+        #expect(output.status == 0, "\(output)")
+        let values = keyedValues(output.stdout.replacingOccurrences(of: " violations ", with: "\nviolations ").replacingOccurrences(of: " moved ", with: "\nmoved "))
+        #expect(values["violations"] == "0")
+        #expect((Int(values["reads"] ?? "") ?? 0) > 10_000)
+    }
+
+    /// Invariant 1 across processes: random verbs, including rate changes
+    /// and freezes, while another process reads every monotonic clock.
+    @Test("monotonic clocks never decrease in another process under random verbs")
+    func monotonicAcrossProcesses() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("random")
+        let hammer = try CFixture.path("clock_hammer")
+        let result = ResultBox()
+        let reader = BackgroundWork {
+            result.value = try? runProgram(Build.timectl, ["--session", "random", "run", "--", hammer, "running", "600", "60"],
+                                           environment: sandbox.environment, guardSeconds: 120)
+        }
+        var generator = SystemRandomNumberGenerator()
+        while reader.isRunning {
+            let verbs: [TimeVerb] = [
+                .freeze(at: nil), .run(at: try TimeRate(Double.random(in: 0.5...50, using: &generator))),
+                .advance(nanoseconds: Int64.random(in: 0...2_000_000_000, using: &generator)),
+                .setWallClock(.relative(nanoseconds: Int64.random(in: -1_000_000_000_000...1_000_000_000_000, using: &generator))),
+                .reset, .run(at: .realTime),
+            ]
+            try session.apply(verbs.randomElement(using: &generator)!)
+        }
+        let output = try #require(result.value)
+        #expect(output.status == 0, "\(output)")
+        #expect(output.stdout.contains("violations 0"))
+    }
+
+    /// SPEC §7: a writer killed half-way through a verb never hangs or
+    /// corrupts readers, and the next verb recovers the lock.
+    @Test("a writer killed mid-verb neither hangs nor corrupts readers")
+    func deadWriter() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("crash")
+        let wall: Int64 = 1_451_649_600_000_000_000
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: wall))
+        let include = Build.packageRoot + "/Sources/TimeShimC"
+        let writer = try CFixture.path("dead_writer", flags: ["-I", include + "/include", include + "/realclock.c", include + "/segment.c"])
+        let crashed = try runProgram(writer, [session.segmentPath], environment: sandbox.environment)
+        #expect(crashed.status == 128 + SIGKILL)
+
+        // Readers get the last complete state, promptly.
+        let probe = try CFixture.path("clock_probe")
+        let read = try sandbox.runAttached(session: "crash", [probe], guardSeconds: 30)
+        #expect(!read.timedOut)
+        #expect(keyedValues(read.stdout)["CLOCK_REALTIME"] == String(wall))
+        #expect(session.wallClockNanoseconds == wall)
+
+        // The next writer recovers the lock and the state.
+        #expect(try sandbox.timectl("--session", "crash", "tick", "1").status == 0)
+        #expect(session.wallClockNanoseconds == wall + nanosecondsPerSecond)
+        #expect(session.status().frozen)
+    }
+
+    @Test("two sessions used at the same time stay independent")
+    func parallelSessions() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let names = (0..<4).map { "parallel\($0)" }
+        let results = ManagedStatuses()
+        DispatchQueue.concurrentPerform(iterations: names.count) { index in
+            do {
+                let session = try sandbox.session(names[index])
+                let wall = Int64(index + 1) * 1_000_000_000 * nanosecondsPerSecond
+                try session.freeze(at: .absolute(nanosecondsSinceEpoch: wall))
+                for _ in 0..<20 { try session.advance(by: .milliseconds(500)) }
+                let printed = try sandbox.runAttached(session: names[index], ["date", "+%s"]).stdout
+                results.append(printed == "\(wall / nanosecondsPerSecond + 10)\n" ? 0 : 1)
+            } catch {
+                results.append(2)
+            }
+        }
+        #expect(results.values.sorted() == [0, 0, 0, 0])
+    }
+}
+
+final class ManagedStatuses: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Int32] = []
+    var values: [Int32] { lock.withLock { storage } }
+    func append(_ value: Int32) { lock.withLock { storage.append(value) } }
+}
+
+final class ResultBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: ProcessResult?
+    var value: ProcessResult? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+}
+
+/// Work on its own thread, with a way to ask whether it has finished.
+final class BackgroundWork: @unchecked Sendable {
+    private let group = DispatchGroup()
+
+    init(_ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        let thread = Thread { [group] in
+            body()
+            group.leave()
+        }
+        thread.start()
+    }
+
+    var isRunning: Bool { group.wait(timeout: .now()) == .timedOut }
+    func wait() { group.wait() }
+}

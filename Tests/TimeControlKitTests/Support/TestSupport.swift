@@ -1,0 +1,156 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// Where the build put timectl, the shim and the Swift probe: next to the test runner.
+enum Build {
+    static let binDirectory = Attachment.executableDirectory()
+    static let timectl = binDirectory + "/timectl"
+    static let shim = binDirectory + "/libTimeShim.so"
+    static let swiftProbe = binDirectory + "/timectl-swift-probe"
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// Fails the test with a hint when the shim was not built (swift test alone does not build it).
+    static func requireShim() throws {
+        try #require(FileManager.default.fileExists(atPath: shim),
+                     "\(shim) is missing: run the tests with scripts/test.sh (it builds the shim)")
+    }
+}
+
+struct ProcessResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var timedOut: Bool
+
+    var description: String { "status \(status)\(timedOut ? " (timed out)" : "") stdout: \(stdout) stderr: \(stderr)" }
+    var lines: [String] { stdout.split(separator: "\n").map(String.init) }
+}
+
+/// Runs a program to completion with a real-time guard against hangs
+/// (the guard is generous: tests assert on virtual time, never on it).
+func runProgram(_ executable: String, _ arguments: [String], environment: [String: String],
+                input: String? = nil, guardSeconds: Double = 60) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.environment = environment
+    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-test-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: scratch) }
+    let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
+    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+    process.standardOutput = try FileHandle(forWritingTo: out)
+    process.standardError = try FileHandle(forWritingTo: err)
+    if let input {
+        let pipe = Pipe()
+        process.standardInput = pipe
+        pipe.fileHandleForWriting.write(input.data(using: .utf8)!)
+        try pipe.fileHandleForWriting.close()
+    } else {
+        process.standardInput = FileHandle.nullDevice
+    }
+    let done = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in done.signal() }
+    try process.run()
+    var timedOut = false
+    if done.wait(timeout: .now() + guardSeconds) == .timedOut {
+        timedOut = true
+        kill(process.processIdentifier, SIGKILL)
+        done.wait()
+    }
+    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+    return ProcessResult(status: status,
+                         stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+                         stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "",
+                         timedOut: timedOut)
+}
+
+/// A private session directory for one test, removed afterwards.
+final class Sandbox: @unchecked Sendable {
+    let directory: String
+    let sessions: SessionDirectory
+
+    init() throws {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/timectl-sessions-XXXXXX").utf8CString)
+        let path = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
+        directory = try #require(path)
+        sessions = SessionDirectory(path: directory)
+    }
+
+    deinit {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// The environment for processes of this test: its own session directory, nothing inherited from timectl.
+    var environment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["TIMECTL_SESSION", "TIMECTL_SEGMENT", "TIMECTL_SHIM", "TIMECTL_ON_ERROR", "LD_PRELOAD", "XDG_RUNTIME_DIR"] {
+            environment[key] = nil
+        }
+        environment["TIMECTL_DIR"] = directory
+        return environment
+    }
+
+    /// Runs `timectl ARGS…`.
+    @discardableResult
+    func timectl(_ arguments: String..., environment extra: [String: String] = [:], guardSeconds: Double = 60) throws -> ProcessResult {
+        try timectl(arguments, environment: extra, guardSeconds: guardSeconds)
+    }
+
+    func timectl(_ arguments: [String], environment extra: [String: String] = [:], guardSeconds: Double = 60) throws -> ProcessResult {
+        try runProgram(Build.timectl, arguments, environment: environment.merging(extra) { $1 }, guardSeconds: guardSeconds)
+    }
+
+    /// Runs `timectl --session NAME run -- COMMAND…` and requires it to succeed.
+    func runAttached(session: String, _ command: [String], guardSeconds: Double = 60) throws -> ProcessResult {
+        let result = try timectl(["--session", session, "run", "--"] + command, guardSeconds: guardSeconds)
+        #expect(result.status == 0, "\(command) under timectl: \(result)")
+        return result
+    }
+
+    /// Opens (or creates) a session in this sandbox through the library.
+    func session(_ name: String) throws -> TimeSession {
+        try TimeSession.openOrCreate(named: name, in: sessions)
+    }
+}
+
+/// C programs from Tests/Fixtures, compiled once per test run.
+enum CFixture {
+    static let directory: String = {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-fixtures-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }()
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var built: [String: String] = [:]
+
+    /// The path of the compiled fixture `name` (from Tests/Fixtures/NAME.c).
+    static func path(_ name: String, flags: [String] = []) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let path = built[name] { return path }
+        let output = directory + "/" + name
+        let source = Build.packageRoot + "/Tests/Fixtures/\(name).c"
+        let result = try runProgram("/usr/bin/env", ["cc", "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
+                                    environment: ProcessInfo.processInfo.environment)
+        try #require(result.status == 0, "compiling \(source): \(result.stderr)")
+        built[name] = output
+        return output
+    }
+}
+
+/// Parses "NAME VALUE" lines into a dictionary.
+func keyedValues(_ text: String) -> [String: String] {
+    var values: [String: String] = [:]
+    for line in text.split(separator: "\n") {
+        let parts = line.split(separator: " ", maxSplits: 1)
+        if parts.count == 2 { values[String(parts[0])] = String(parts[1]) }
+    }
+    return values
+}
+
+let nanosecondsPerSecond: Int64 = 1_000_000_000
