@@ -34,7 +34,7 @@ public struct AttachedCommand: Sendable {
         pthread_sigmask(SIG_BLOCK, &waited, &saved)
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
 
-        let child = try Self.spawn(executable, arguments: arguments, environment: childEnvironment, signalMask: saved)
+        let child = try Self.spawn(executable, arguments: arguments, environment: childEnvironment)
         while true {
             var info = siginfo_t()
             let signal = sigwaitinfo(&waited, &info)
@@ -106,11 +106,17 @@ public struct AttachedCommand: Sendable {
         }
     }
 
-    static func spawn(_ executable: String, arguments: [String], environment: [String], signalMask: sigset_t) throws(TimeControlError) -> pid_t {
+    /// Starts the child with an empty signal mask. The mask timectl was started
+    /// with is not passed on: a launcher running on a libdispatch or Swift
+    /// concurrency thread (a Swift test, Foundation's Process) blocks nearly
+    /// every signal, and a child inheriting that could never receive the
+    /// signals timectl forwards. Signal dispositions (`nohup`'s ignores) are inherited.
+    static func spawn(_ executable: String, arguments: [String], environment: [String]) throws(TimeControlError) -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
-        var mask = signalMask
+        var mask = sigset_t()
+        sigemptyset(&mask)
         posix_spawnattr_setsigmask(&attributes, &mask)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
 

@@ -126,10 +126,7 @@ struct CommandLineTests {
         process.arguments = ["--session", "busy", "run", "--", "sh", "-c", "while :; do sleep 0.05; done"]
         process.environment = sandbox.environment
         try process.run()
-        defer {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        defer { stop(process) }
         var attached: [AttachedProcess] = []
         for _ in 0..<400 where attached.isEmpty {
             attached = session.attachedProcesses()

@@ -156,7 +156,7 @@ struct UnmodifiedProgramsTests {
         usleep(200_000)
         kill(process.processIdentifier, SIGUSR1)
         if done.wait(timeout: .now() + 30) == .timedOut {
-            process.terminate()
+            stop(process)
             Issue.record("timectl did not exit after its child got SIGUSR1")
             return
         }

@@ -68,6 +68,19 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
                          timedOut: timedOut)
 }
 
+/// Stops a process a test started: SIGTERM, then SIGKILL if it has not exited
+/// within `graceSeconds`; never waits forever.
+func stop(_ process: Process, graceSeconds: Double = 10) {
+    guard process.isRunning else { return }
+    process.terminate()
+    let deadline = Date().addingTimeInterval(graceSeconds)
+    while process.isRunning && Date() < deadline { usleep(10_000) }
+    if process.isRunning {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
 /// A private session directory for one test, removed afterwards.
 final class Sandbox: @unchecked Sendable {
     let directory: String
