@@ -84,24 +84,15 @@ struct AttachmentTests {
     @Test("status lists the attached processes that are still running")
     func statusListsAttachedProcesses() throws {
         let (sandbox, session) = try frozenSandbox("listed")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Build.timectl)
-        process.arguments = ["--session", "listed", "run", "--", "sh", "-c", "sleep 30 & sleep 30 & wait"]
-        process.environment = sandbox.environment
-        try process.run()
-        var commands: [String] = []
-        for _ in 0..<400 where commands.filter({ $0 == "sleep" }).count < 2 {
-            commands = session.attachedProcesses().map(\.command)
-            usleep(25_000)
-        }
+        let process = try sandbox.startAttached(session: "listed", ["sh", "-c", "sleep 30 & sleep 30 & wait"])
+        let commands = sandbox.waitForAttached(session) { $0.filter { $0.command == "sleep" }.count == 2 }.map(\.command)
         #expect(commands.sorted() == ["sh", "sleep", "sleep"])
         let text = try sandbox.timectl("--session", "listed", "status")
         #expect(text.stdout.contains("(sleep)"))
         // Killed processes never unregister; status must still stop listing them.
         for entry in session.attachedProcesses() { kill(entry.pid, SIGKILL) }
         stop(process)
-        for _ in 0..<200 where !session.attachedProcesses().isEmpty { usleep(25_000) }
-        #expect(session.attachedProcesses().isEmpty)
+        #expect(sandbox.waitForAttached(session) { $0.isEmpty }.isEmpty)
     }
 
     @Test("the child starts with no signals blocked, whatever mask timectl inherited")

@@ -121,18 +121,9 @@ struct CommandLineTests {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let session = try sandbox.session("busy")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Build.timectl)
-        process.arguments = ["--session", "busy", "run", "--", "sh", "-c", "while :; do sleep 0.05; done"]
-        process.environment = sandbox.environment
-        try process.run()
+        let process = try sandbox.startAttached(session: "busy", ["sh", "-c", "while :; do sleep 0.05; done"])
         defer { stop(process) }
-        var attached: [AttachedProcess] = []
-        for _ in 0..<400 where attached.isEmpty {
-            attached = session.attachedProcesses()
-            usleep(25_000)
-        }
-        try #require(!attached.isEmpty)
+        try #require(!sandbox.waitForAttached(session) { !$0.isEmpty }.isEmpty)
         let refused = try sandbox.timectl("session", "remove", "busy")
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("attached processes"))

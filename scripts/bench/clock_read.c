@@ -9,16 +9,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <time.h>
 
-static long long raw_monotonic_ns(void) {
-    struct timespec ts;
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts) : "rcx", "r11", "memory");
-    (void)ret;
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "raw_clock.h"
 
 static long reads_per_thread;
 static pthread_barrier_t start_line;

@@ -1,25 +1,19 @@
 /*
  * Wall time of running a command to completion, for scripts/bench-clock:
  *   spawn_time RUNS COMMAND ARGS...
- * Prints "median_ms X mean_ms Y". Uses the raw clock (see clock_read.c).
+ * Prints "median_ms X mean_ms Y". Uses the raw clock (raw_clock.h).
  */
 #define _GNU_SOURCE
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 
+#include "raw_clock.h"
+
 extern char **environ;
 
-static long long raw_monotonic_ns(void) {
-    struct timespec ts;
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(SYS_clock_gettime), "D"(CLOCK_MONOTONIC), "S"(&ts) : "rcx", "r11", "memory");
-    (void)ret;
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static int compare(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;

@@ -124,6 +124,30 @@ final class Sandbox: @unchecked Sendable {
         return result
     }
 
+    /// Starts `timectl --session NAME run -- COMMAND…` in the background.
+    func startAttached(session: String, _ command: [String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Build.timectl)
+        process.arguments = ["--session", session, "run", "--"] + command
+        process.environment = environment
+        try process.run()
+        return process
+    }
+
+    /// The session's attached processes once `condition` holds for them
+    /// (polled, with a real-time guard against hangs).
+    @discardableResult
+    func waitForAttached(_ session: TimeSession, guardSeconds: Double = 10,
+                         until condition: ([AttachedProcess]) -> Bool) -> [AttachedProcess] {
+        let deadline = Date().addingTimeInterval(guardSeconds)
+        var attached = session.attachedProcesses()
+        while !condition(attached) && Date() < deadline {
+            usleep(20_000)
+            attached = session.attachedProcesses()
+        }
+        return attached
+    }
+
     /// Opens (or creates) a session in this sandbox through the library.
     func session(_ name: String) throws -> TimeSession {
         try TimeSession.openOrCreate(named: name, in: sessions)
