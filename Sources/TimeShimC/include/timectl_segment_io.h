@@ -81,6 +81,24 @@ int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered
 void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid);
 int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_t *registered);
 
+/*
+ * The wait table. Claiming and releasing are lock-free; a full table makes
+ * tc_wait_claim return −1 (the wait still works, it is only not listed).
+ */
+static inline uint64_t tc_wait_owner(int32_t pid, int32_t tid) {
+    return (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid;
+}
+static inline int32_t tc_wait_owner_pid(uint64_t owner) { return (int32_t)(owner >> 32); }
+static inline int32_t tc_wait_owner_tid(uint64_t owner) { return (int32_t)(owner & 0xffffffffu); }
+
+struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment);
+int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
+                  int64_t registered);
+void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int64_t deadline);
+void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner);
+/* Copies a slot in use into `out`; 0 if the slot is free or changed meanwhile. */
+int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out);
+
 #ifdef __cplusplus
 }
 #endif

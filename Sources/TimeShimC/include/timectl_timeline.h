@@ -50,6 +50,7 @@ enum tc_verb_kind {
     TC_VERB_ADVANCE = 3,  /* every clock += `value` (tick), value ≥ 0 */
     TC_VERB_SET_WALL = 4, /* the wall clock per `wall`; monotonic clocks untouched */
     TC_VERB_RESET = 5,    /* wall := real wall, rate := 1 */
+    TC_VERB_ADVANCE_TO = 6, /* every clock forward until `vclock` reads `value` (no-op if it already does) */
 };
 
 /* What a verb does to the wall clock. */
@@ -62,8 +63,10 @@ enum tc_wall_change {
 struct tc_verb {
     int32_t kind;         /* enum tc_verb_kind */
     int32_t wall;         /* enum tc_wall_change, for FREEZE and SET_WALL */
-    int64_t value;        /* ns: the wall instant or shift, or the ADVANCE duration */
+    int64_t value;        /* ns: the wall instant or shift, the ADVANCE duration, the ADVANCE_TO target */
     uint64_t rate;        /* SET_RATE, fixed point */
+    int32_t vclock;       /* ADVANCE_TO: the clock `value` is on */
+    int32_t reserved;
 };
 
 /* Real clocks as a verb sees them, read once per verb. */
@@ -116,6 +119,8 @@ static inline int tc_vclock_for_clockid(clockid_t clock) {
 static inline int tc_track_of(int vclock) {
     return vclock >= TC_VCLOCK_REALTIME ? TC_TRACK_WALL : TC_TRACK_ELAPSED;
 }
+
+static inline int tc_vclock_valid(int vclock) { return vclock >= 0 && vclock < TC_VCLOCK_COUNT; }
 
 /* ---- nanoseconds and splits ---- */
 
@@ -201,7 +206,8 @@ static inline int tc_change_wall(struct tc_anchors *anchors, int change, int64_t
  * TC_E_RANGE / TC_E_INVALID leaving `anchors` unspecified (callers apply
  * to a copy).
  */
-static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_verb *verb, struct tc_real_now now) {
+static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_segment_header *header,
+                                   const struct tc_verb *verb, struct tc_real_now now) {
     int64_t anchor_at = now.monotonic + TC_ANCHOR_LEAD_NS;
     int64_t moved = tc_scale(anchor_at - anchors->t0, anchors->rate);
     for (int k = 0; k < TC_TRACK_COUNT; k++) {
@@ -221,12 +227,21 @@ static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_v
         anchors->rate = verb->rate;
         break;
     case TC_VERB_ADVANCE:
-        if (verb->value < 0) return TC_E_INVALID;
+    case TC_VERB_ADVANCE_TO: {
+        int64_t step = verb->value;
+        if (verb->kind == TC_VERB_ADVANCE_TO) {
+            if (!tc_vclock_valid(verb->vclock)) return TC_E_INVALID;
+            int64_t now_on_clock = anchors->track[tc_track_of(verb->vclock)] +
+                                   tc_split_to_ns(header->clock_offset[verb->vclock]);
+            step = verb->value > now_on_clock ? verb->value - now_on_clock : 0;
+        }
+        if (step < 0) return TC_E_INVALID;
         for (int k = 0; k < TC_TRACK_COUNT; k++) {
-            if (anchors->track[k] > TC_INSTANT_MAX - verb->value) return TC_E_RANGE;
-            anchors->track[k] += verb->value;
+            if (anchors->track[k] > TC_INSTANT_MAX - step) return TC_E_RANGE;
+            anchors->track[k] += step;
         }
         break;
+    }
     case TC_VERB_SET_WALL:
         if (verb->wall == TC_WALL_KEEP) return TC_E_INVALID;
         result = tc_change_wall(anchors, verb->wall, verb->value);

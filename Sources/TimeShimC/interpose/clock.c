@@ -129,8 +129,10 @@ int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) {
     return state;
 }
 
+long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
+
 /*
- * syscall(2) with a clock-reading number is answered like the libc call;
+ * syscall(2) with a clock-reading or sleeping number is answered like the libc call;
  * every other number goes to the kernel unchanged, with libc's convention
  * (−1 and errno) for failures.
  */
@@ -150,6 +152,10 @@ TC_EXPORT long syscall(long number, ...) {
 #ifdef SYS_time
     case SYS_time: return shim_time((time_t *)a1);
 #endif
+#ifdef SYS_nanosleep
+    case SYS_nanosleep:
+#endif
+    case SYS_clock_nanosleep: return tc_syscall_sleep(number, a1, a2, a3, a4);
     default: break;
     }
     return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));

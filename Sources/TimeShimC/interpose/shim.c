@@ -12,6 +12,8 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "real.h"
+#include "waiter.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -28,6 +30,7 @@ int tc_shim_state = TC_SHIM_UNINITIALISED;
 struct tc_segment *tc_shim_attached_segment;
 
 static int32_t initialising_tid;
+static int32_t process_id;
 static int process_slot = -1;
 /* The segment while attach() runs; published in tc_shim_attached_segment when done. */
 static struct tc_segment *attaching_segment;
@@ -97,18 +100,32 @@ static int executable_is_controller(void) {
 
 static int64_t boottime_now(void) { return tc_real_ns(CLOCK_BOOTTIME); }
 
+int32_t tc_shim_pid(void) { return process_id; }
+
 static void register_this_process(void) {
-    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    process_slot = tc_proc_register(attaching_segment, pid, boottime_now());
+    process_id = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    process_slot = tc_proc_register(attaching_segment, process_id, boottime_now());
+}
+
+static int attached(void) { return __atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED; }
+
+static void before_fork(void) {
+    if (attached()) tc_timers_before_fork();
+}
+
+static void after_fork_in_parent(void) {
+    if (attached()) tc_timers_after_fork_in_parent();
 }
 
 static void after_fork_in_child(void) {
-    if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED) register_this_process();
+    if (!attached()) return;
+    register_this_process();
+    tc_waiters_after_fork_in_child();
 }
 
 __attribute__((destructor)) static void detach_at_exit(void) {
     if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) != TC_SHIM_ATTACHED) return;
-    tc_proc_unregister(attaching_segment, process_slot, (int32_t)tc_raw_syscall(SYS_getpid, 0));
+    tc_proc_unregister(attaching_segment, process_slot, process_id);
 }
 
 /*
@@ -171,7 +188,7 @@ static int attach(void) {
     }
     attaching_segment = mapping.segment;
     register_this_process();
-    pthread_atfork(NULL, NULL, after_fork_in_child);
+    pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return TC_SHIM_ATTACHED;
 }
 
@@ -183,6 +200,7 @@ struct tc_segment *tc_shim_initialise(void) {
         __atomic_store_n(&initialising_tid, tid, __ATOMIC_RELAXED);
         int saved_errno = errno;
         tc_realclock_init();
+        tc_real_resolve();
         int state = attach();
         errno = saved_errno;
         if (state == TC_SHIM_ATTACHED) __atomic_store_n(&tc_shim_attached_segment, attaching_segment, __ATOMIC_RELEASE);

@@ -26,6 +26,9 @@ extern struct tc_segment *tc_shim_attached_segment;
 
 struct tc_segment *tc_shim_initialise(void);
 
+/* This process's pid (kept current across fork). */
+int32_t tc_shim_pid(void);
+
 /* The session segment, or NULL when this process runs on real time. */
 static inline struct tc_segment *tc_shim_segment(void) {
     /* Published (release) only once attached, so one load decides the common case. */

@@ -1,0 +1,59 @@
+/*
+ * libc's own versions of the functions the shim wraps, resolved once with
+ * dlsym(RTLD_NEXT) when the shim initialises (attached or not: an
+ * unattached process passes every call through). Calling these keeps
+ * libc's behaviour where the shim adds nothing: cancellation points,
+ * errno, signal masks.
+ */
+#ifndef TIMECTL_REAL_H
+#define TIMECTL_REAL_H
+
+#define _GNU_SOURCE
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
+#include <time.h>
+
+struct tc_real_functions {
+    int (*nanosleep)(const struct timespec *, struct timespec *);
+    int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+    int (*poll)(struct pollfd *, nfds_t, int);
+    int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+    int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+    int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *);
+    int (*epoll_wait)(int, struct epoll_event *, int, int);
+    int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+    int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+    int (*pthread_cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*pthread_cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*pthread_mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*pthread_mutex_clocklock)(pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*timerfd_create)(int, int);
+    int (*timerfd_settime)(int, int, const struct itimerspec *, struct itimerspec *);
+    int (*timerfd_gettime)(int, struct itimerspec *);
+    int (*timer_create)(clockid_t, struct sigevent *, timer_t *);
+    int (*timer_settime)(timer_t, int, const struct itimerspec *, struct itimerspec *);
+    int (*timer_gettime)(timer_t, struct itimerspec *);
+    int (*timer_getoverrun)(timer_t);
+    int (*timer_delete)(timer_t);
+    unsigned int (*alarm)(unsigned int);
+    int (*setitimer)(int, const struct itimerval *, struct itimerval *);
+    int (*getitimer)(int, struct itimerval *);
+    int (*close)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+};
+
+extern struct tc_real_functions tc_real;
+
+/* Fills tc_real; called once, from the shim's initialisation. */
+void tc_real_resolve(void);
+
+#endif

@@ -1,0 +1,570 @@
+/*
+ * Timers on the virtual timeline: timerfd, POSIX timers, alarm and
+ * setitimer(ITIMER_REAL) (SPEC §3).
+ *
+ * A timerfd on a session clock is an eventfd: reading either returns a
+ * 64-bit count and resets it, and both are pollable. The helper thread
+ * (waiter.c) fires due timers — it writes the number of expirations into the
+ * eventfd, or delivers the timer's signal — after every verb and, while the
+ * session runs, when the next deadline comes in real time. POSIX timers keep
+ * a real kernel timer id (armed never) so that ids stay unique and valid.
+ *
+ * Every armed timer is listed in the segment's wait table, so `status`
+ * shows it and `tick --to-next` can advance to it.
+ *
+ * The table is process-local and guarded by a spinlock taken with all
+ * signals blocked: alarm() and timer_settime() are async-signal-safe, and
+ * a handler must not spin on a lock its own thread holds.
+ */
+#define _GNU_SOURCE
+#include "waiter.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#define TC_VTIMERS 256
+
+enum vtimer_type { VTIMER_FREE = 0, VTIMER_TIMERFD = 1, VTIMER_POSIX = 2, VTIMER_ITIMER = 3 };
+
+struct vtimer {
+    int type;
+    int vclock;
+    int fd;                 /* timerfd: the application's descriptor */
+    int private_fd;         /* timerfd: our duplicate, written by the helper */
+    timer_t id;             /* POSIX: the reserved kernel timer id */
+    struct sigevent event;  /* POSIX: how to notify */
+    int armed;
+    int64_t deadline;       /* virtual ns on vclock */
+    int64_t interval;       /* virtual ns, 0 for one-shot */
+    int overrun;            /* POSIX: extra expirations at the last firing */
+    struct tc_wait wait;    /* the wait-table entry while armed */
+};
+
+static struct vtimer timers[TC_VTIMERS];
+static int table_lock;
+/* Descriptors that are timerfd stand-ins, for a cheap check in close(). */
+#define TC_FD_BITMAP_BITS 65536
+static uint64_t timerfd_bitmap[TC_FD_BITMAP_BITS / 64];
+
+static void lock_table(sigset_t *saved) {
+    sigset_t all;
+    sigfillset(&all);
+    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, saved, sizeof(uint64_t));
+    int expected = 0;
+    while (!__atomic_compare_exchange_n(&table_lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        expected = 0;
+        tc_raw_syscall(SYS_sched_yield, 0);
+    }
+}
+
+static void unlock_table(const sigset_t *saved) {
+    __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
+    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, NULL, sizeof(uint64_t));
+}
+
+static void mark_timerfd(int fd, int on) {
+    if (fd < 0 || fd >= TC_FD_BITMAP_BITS) return;
+    uint64_t bit = 1ULL << (fd % 64);
+    if (on) __atomic_fetch_or(&timerfd_bitmap[fd / 64], bit, __ATOMIC_RELEASE);
+    else __atomic_fetch_and(&timerfd_bitmap[fd / 64], ~bit, __ATOMIC_RELEASE);
+}
+
+static int maybe_timerfd(int fd) {
+    if (fd < 0) return 0;
+    if (fd >= TC_FD_BITMAP_BITS) return 1;
+    return (__atomic_load_n(&timerfd_bitmap[fd / 64], __ATOMIC_ACQUIRE) >> (fd % 64)) & 1;
+}
+
+/* Caller holds the lock. */
+static struct vtimer *allocate(int type) {
+    for (int i = 0; i < TC_VTIMERS; i++) {
+        if (timers[i].type == VTIMER_FREE) {
+            memset(&timers[i], 0, sizeof(timers[i]));
+            timers[i].type = type;
+            timers[i].fd = timers[i].private_fd = -1;
+            timers[i].wait.slot = -1;
+            return &timers[i];
+        }
+    }
+    return NULL;
+}
+
+static struct vtimer *find_timerfd(int fd) {
+    for (int i = 0; i < TC_VTIMERS; i++)
+        if (timers[i].type == VTIMER_TIMERFD && timers[i].fd == fd) return &timers[i];
+    return NULL;
+}
+
+static struct vtimer *find_posix(timer_t id) {
+    for (int i = 0; i < TC_VTIMERS; i++)
+        if (timers[i].type == VTIMER_POSIX && timers[i].id == id) return &timers[i];
+    return NULL;
+}
+
+static struct vtimer *find_itimer(void) {
+    for (int i = 0; i < TC_VTIMERS; i++)
+        if (timers[i].type == VTIMER_ITIMER) return &timers[i];
+    return NULL;
+}
+
+static int64_t timespec_ns(struct timespec ts) { return (int64_t)ts.tv_sec * TC_NS_PER_SECOND + ts.tv_nsec; }
+
+static int timespec_valid(struct timespec ts) {
+    return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < TC_NS_PER_SECOND;
+}
+
+/* The time left and the interval, as timer_gettime reports them (virtual). Caller holds the lock. */
+static struct itimerspec current_setting(struct tc_segment *segment, const struct vtimer *timer) {
+    struct itimerspec setting;
+    memset(&setting, 0, sizeof(setting));
+    if (!timer->armed) return setting;
+    int64_t left = timer->deadline - tc_segment_read(segment, timer->vclock);
+    /* A due timer the helper has not fired yet reports the smallest nonzero time, as Linux does. */
+    setting.it_value = tc_timespec_from_ns(left > 0 ? left : 1);
+    setting.it_interval = tc_timespec_from_ns(timer->interval);
+    return setting;
+}
+
+static void disarm(struct vtimer *timer) {
+    if (timer->armed && timer->wait.slot >= 0) tc_wait_end(&timer->wait);
+    timer->armed = 0;
+}
+
+/* Arms (or disarms, for a zero value) from an itimerspec. Caller holds the lock. */
+static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int absolute,
+                const struct itimerspec *setting) {
+    disarm(timer);
+    int64_t value = timespec_ns(setting->it_value);
+    if (value == 0) return;
+    timer->deadline = absolute ? value : tc_wait_deadline_after(segment, timer->vclock, value);
+    timer->interval = timespec_ns(setting->it_interval);
+    timer->overrun = 0;
+    timer->armed = 1;
+    /* Listed as the process's (thread 0): a timer outlives the thread that armed it. */
+    tc_wait_begin_for(&timer->wait, segment, kind, timer->vclock, timer->deadline, 0);
+}
+
+/* Empties an eventfd without blocking, whatever the application's flags. */
+static void drain(int fd) {
+    struct pollfd check = {fd, POLLIN, 0};
+    if (tc_raw_syscall(SYS_poll, &check, 1, 0) <= 0) return;
+    long flags = tc_raw_syscall(SYS_fcntl, fd, F_GETFL, 0);
+    if (flags >= 0 && !(flags & O_NONBLOCK)) tc_raw_syscall(SYS_fcntl, fd, F_SETFL, flags | O_NONBLOCK);
+    uint64_t count;
+    tc_raw_syscall(SYS_read, fd, &count, sizeof(count));
+    if (flags >= 0 && !(flags & O_NONBLOCK)) tc_raw_syscall(SYS_fcntl, fd, F_SETFL, flags);
+}
+
+/* ---- firing (the helper thread) ---- */
+
+struct firing {
+    int type;
+    int private_fd;
+    struct sigevent event;
+    uint64_t expirations;
+};
+
+static void *run_notify_function(void *argument) {
+    struct sigevent event = *(struct sigevent *)argument;
+    munmap(argument, 4096);
+    event.sigev_notify_function(event.sigev_value);
+    return NULL;
+}
+
+static void deliver(const struct firing *firing) {
+    int32_t pid = tc_shim_pid();
+    if (firing->type == VTIMER_TIMERFD) {
+        tc_raw_syscall(SYS_write, firing->private_fd, &firing->expirations, sizeof(firing->expirations));
+        return;
+    }
+    if (firing->type == VTIMER_ITIMER) {
+        tc_raw_syscall(SYS_kill, pid, SIGALRM);
+        return;
+    }
+    const struct sigevent *event = &firing->event;
+    siginfo_t info;
+    memset(&info, 0, sizeof(info));
+    info.si_signo = event->sigev_signo;
+    info.si_code = SI_TIMER;
+    info.si_overrun = (int)(firing->expirations - 1);
+    info.si_value = event->sigev_value;
+    switch (event->sigev_notify) {
+    case SIGEV_SIGNAL:
+        tc_raw_syscall(SYS_rt_sigqueueinfo, pid, event->sigev_signo, &info);
+        break;
+    case SIGEV_THREAD_ID:
+        tc_raw_syscall(SYS_rt_tgsigqueueinfo, pid, event->_sigev_un._tid, event->sigev_signo, &info);
+        break;
+    case SIGEV_THREAD: {
+        /* A copy the new thread owns (mmap: the helper does not call malloc). */
+        void *copy = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy == MAP_FAILED) break;
+        memcpy(copy, event, sizeof(*event));
+        pthread_t thread;
+        if (pthread_create(&thread, event->sigev_notify_attributes, run_notify_function, copy) == 0)
+            pthread_detach(thread);
+        else
+            munmap(copy, 4096);
+        break;
+    }
+    default: break; /* SIGEV_NONE */
+    }
+}
+
+int64_t tc_timers_fire_due(struct tc_segment *segment) {
+    struct firing due[TC_VTIMERS];
+    int count = 0;
+    int64_t next = TC_FOREVER;
+    sigset_t saved;
+    lock_table(&saved);
+    for (int i = 0; i < TC_VTIMERS; i++) {
+        struct vtimer *timer = &timers[i];
+        if (timer->type == VTIMER_FREE || !timer->armed) continue;
+        struct tc_wait_view view = tc_wait_look(segment, timer->vclock);
+        if (view.now >= timer->deadline) {
+            uint64_t expirations = 1;
+            if (timer->interval > 0) expirations += (uint64_t)((view.now - timer->deadline) / timer->interval);
+            due[count++] = (struct firing){timer->type, timer->private_fd, timer->event, expirations};
+            timer->overrun = (int)(expirations - 1);
+            if (timer->interval > 0) {
+                timer->deadline += (int64_t)expirations * timer->interval;
+                tc_wait_set_deadline(segment, timer->wait.slot, timer->vclock, timer->deadline);
+            } else {
+                disarm(timer);
+                continue;
+            }
+        }
+        int64_t remaining = tc_wait_real_remaining(&view, timer->deadline);
+        if (remaining < next) next = remaining;
+    }
+    unlock_table(&saved);
+    for (int i = 0; i < count; i++) deliver(&due[i]);
+    return next;
+}
+
+/* fork: hold the table across it, so the child never inherits it locked. */
+static sigset_t fork_saved_mask;
+
+void tc_timers_before_fork(void) { lock_table(&fork_saved_mask); }
+
+void tc_timers_after_fork_in_parent(void) { unlock_table(&fork_saved_mask); }
+
+void tc_timers_after_fork_in_child(void) {
+    /* POSIX timers and alarms are not inherited. A timerfd is, but the
+       parent's helper keeps firing it; the child only reads it. */
+    for (int i = 0; i < TC_VTIMERS; i++) {
+        if (timers[i].type == VTIMER_TIMERFD) {
+            mark_timerfd(timers[i].fd, 0);
+            tc_raw_syscall(SYS_close, timers[i].private_fd);
+        }
+        timers[i].type = VTIMER_FREE;
+    }
+    unlock_table(&fork_saved_mask);
+}
+
+/* ---- timerfd ---- */
+
+static int virtual_clock_for_timer(clockid_t clock) {
+    int vclock = tc_vclock_for_clockid(clock);
+    /* timerfds and timers accept these five; the shim takes them all. */
+    return vclock;
+}
+
+static int shim_timerfd_create(int clock, int flags) {
+    struct tc_segment *segment = tc_shim_segment();
+    int vclock = virtual_clock_for_timer(clock);
+    if (!segment || vclock < 0 || (flags & ~(TFD_NONBLOCK | TFD_CLOEXEC)))
+        return tc_real.timerfd_create(clock, flags);
+    int event_flags = ((flags & TFD_NONBLOCK) ? EFD_NONBLOCK : 0) | ((flags & TFD_CLOEXEC) ? EFD_CLOEXEC : 0);
+    long fd = tc_raw_syscall(SYS_eventfd2, 0, event_flags);
+    if (fd < 0) return (int)tc_shim_errno_result(fd);
+    long private_fd = tc_raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100);
+    if (private_fd < 0) private_fd = tc_raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = private_fd >= 0 ? allocate(VTIMER_TIMERFD) : NULL;
+    if (timer) {
+        timer->vclock = vclock;
+        timer->fd = (int)fd;
+        timer->private_fd = (int)private_fd;
+        mark_timerfd((int)fd, 1);
+    }
+    unlock_table(&saved);
+    if (!timer) {
+        if (private_fd >= 0) tc_raw_syscall(SYS_close, private_fd);
+        tc_raw_syscall(SYS_close, fd);
+        errno = EMFILE;
+        return -1;
+    }
+    return (int)fd;
+}
+
+static int shim_timerfd_settime(int fd, int flags, const struct itimerspec *setting, struct itimerspec *old) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment || !maybe_timerfd(fd)) return tc_real.timerfd_settime(fd, flags, setting, old);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_timerfd(fd);
+    if (!timer) {
+        unlock_table(&saved);
+        return tc_real.timerfd_settime(fd, flags, setting, old);
+    }
+    if (!setting || !timespec_valid(setting->it_value) || !timespec_valid(setting->it_interval) ||
+        (flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET))) {
+        unlock_table(&saved);
+        errno = setting ? EINVAL : EFAULT;
+        return -1;
+    }
+    if (old) *old = current_setting(segment, timer);
+    /* Re-arming discards expirations not yet read, as for a timerfd. */
+    drain(timer->private_fd);
+    arm(segment, timer, TC_WAIT_TIMERFD, flags & TFD_TIMER_ABSTIME, setting);
+    unlock_table(&saved);
+    tc_helper_poke();
+    return 0;
+}
+
+static int shim_timerfd_gettime(int fd, struct itimerspec *current) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment || !maybe_timerfd(fd)) return tc_real.timerfd_gettime(fd, current);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_timerfd(fd);
+    if (timer) *current = current_setting(segment, timer);
+    unlock_table(&saved);
+    return timer ? 0 : tc_real.timerfd_gettime(fd, current);
+}
+
+TC_EXPORT int timerfd_create(int, int) __attribute__((alias("shim_timerfd_create")));
+TC_EXPORT int timerfd_settime(int, int, const struct itimerspec *, struct itimerspec *)
+    __attribute__((alias("shim_timerfd_settime")));
+TC_EXPORT int timerfd_gettime(int, struct itimerspec *) __attribute__((alias("shim_timerfd_gettime")));
+
+/* A closed (or replaced) descriptor stops being a virtual timer. */
+static void forget_timerfd(int fd) {
+    if (!maybe_timerfd(fd)) return;
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_timerfd(fd);
+    if (timer) {
+        disarm(timer);
+        tc_raw_syscall(SYS_close, timer->private_fd);
+        timer->type = VTIMER_FREE;
+        mark_timerfd(fd, 0);
+    }
+    unlock_table(&saved);
+}
+
+static int shim_close(int fd) {
+    forget_timerfd(fd);
+    if (!tc_real.close) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_close, fd));
+    return tc_real.close(fd);
+}
+
+static int shim_dup2(int old_fd, int new_fd) {
+    if (old_fd != new_fd) forget_timerfd(new_fd);
+    return tc_real.dup2(old_fd, new_fd);
+}
+
+static int shim_dup3(int old_fd, int new_fd, int flags) {
+    if (old_fd != new_fd) forget_timerfd(new_fd);
+    return tc_real.dup3(old_fd, new_fd, flags);
+}
+
+TC_EXPORT int close(int) __attribute__((alias("shim_close")));
+TC_EXPORT int dup2(int, int) __attribute__((alias("shim_dup2")));
+TC_EXPORT int dup3(int, int, int) __attribute__((alias("shim_dup3")));
+
+/* ---- POSIX timers ---- */
+
+static int shim_timer_create(clockid_t clock, struct sigevent *event, timer_t *id) {
+    struct tc_segment *segment = tc_shim_segment();
+    int vclock = virtual_clock_for_timer(clock);
+    if (!segment || vclock < 0) return tc_real.timer_create(clock, event, id);
+    struct sigevent notify;
+    if (event) {
+        notify = *event;
+        int supported = notify.sigev_notify == SIGEV_NONE || notify.sigev_notify == SIGEV_SIGNAL ||
+                        notify.sigev_notify == SIGEV_THREAD || notify.sigev_notify == SIGEV_THREAD_ID;
+        if (!supported) return tc_real.timer_create(clock, event, id);
+    } else {
+        memset(&notify, 0, sizeof(notify));
+        notify.sigev_notify = SIGEV_SIGNAL;
+        notify.sigev_signo = SIGALRM;
+    }
+    /* A real timer that is never armed reserves an id the kernel and libc accept. */
+    struct sigevent silent;
+    memset(&silent, 0, sizeof(silent));
+    silent.sigev_notify = SIGEV_NONE;
+    timer_t reserved;
+    if (tc_real.timer_create(CLOCK_MONOTONIC, &silent, &reserved) != 0) return -1;
+    if (!event) notify.sigev_value.sival_ptr = reserved;
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = allocate(VTIMER_POSIX);
+    if (timer) {
+        timer->vclock = vclock;
+        timer->id = reserved;
+        timer->event = notify;
+    }
+    unlock_table(&saved);
+    if (!timer) {
+        tc_real.timer_delete(reserved);
+        errno = EAGAIN;
+        return -1;
+    }
+    *id = reserved;
+    return 0;
+}
+
+static int shim_timer_settime(timer_t id, int flags, const struct itimerspec *setting, struct itimerspec *old) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.timer_settime(id, flags, setting, old);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_posix(id);
+    if (!timer) {
+        unlock_table(&saved);
+        return tc_real.timer_settime(id, flags, setting, old);
+    }
+    if (!setting || !timespec_valid(setting->it_value) || !timespec_valid(setting->it_interval)) {
+        unlock_table(&saved);
+        errno = setting ? EINVAL : EFAULT;
+        return -1;
+    }
+    if (old) *old = current_setting(segment, timer);
+    arm(segment, timer, TC_WAIT_TIMER, flags & TIMER_ABSTIME, setting);
+    unlock_table(&saved);
+    tc_helper_poke();
+    return 0;
+}
+
+static int shim_timer_gettime(timer_t id, struct itimerspec *current) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.timer_gettime(id, current);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_posix(id);
+    if (timer) *current = current_setting(segment, timer);
+    unlock_table(&saved);
+    return timer ? 0 : tc_real.timer_gettime(id, current);
+}
+
+static int shim_timer_getoverrun(timer_t id) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.timer_getoverrun(id);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_posix(id);
+    int overrun = timer ? timer->overrun : -1;
+    unlock_table(&saved);
+    return timer ? overrun : tc_real.timer_getoverrun(id);
+}
+
+static int shim_timer_delete(timer_t id) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (segment) {
+        sigset_t saved;
+        lock_table(&saved);
+        struct vtimer *timer = find_posix(id);
+        if (timer) {
+            disarm(timer);
+            timer->type = VTIMER_FREE;
+        }
+        unlock_table(&saved);
+    }
+    return tc_real.timer_delete(id);
+}
+
+TC_EXPORT int timer_create(clockid_t, struct sigevent *, timer_t *) __attribute__((alias("shim_timer_create")));
+TC_EXPORT int timer_settime(timer_t, int, const struct itimerspec *, struct itimerspec *)
+    __attribute__((alias("shim_timer_settime")));
+TC_EXPORT int timer_gettime(timer_t, struct itimerspec *) __attribute__((alias("shim_timer_gettime")));
+TC_EXPORT int timer_getoverrun(timer_t) __attribute__((alias("shim_timer_getoverrun")));
+TC_EXPORT int timer_delete(timer_t) __attribute__((alias("shim_timer_delete")));
+
+/* ---- alarm and setitimer(ITIMER_REAL): one timer per process ---- */
+
+static struct itimerval to_itimerval(struct itimerspec setting) {
+    struct itimerval value;
+    value.it_value.tv_sec = setting.it_value.tv_sec;
+    value.it_value.tv_usec = (setting.it_value.tv_nsec + 999) / 1000;
+    value.it_interval.tv_sec = setting.it_interval.tv_sec;
+    value.it_interval.tv_usec = setting.it_interval.tv_nsec / 1000;
+    return value;
+}
+
+/* Arms the process's real-time interval timer; the old setting goes to *old. */
+static int set_itimer(struct tc_segment *segment, const struct itimerval *value, struct itimerval *old) {
+    if (value->it_value.tv_usec < 0 || value->it_value.tv_usec >= 1000000 || value->it_value.tv_sec < 0 ||
+        value->it_interval.tv_usec < 0 || value->it_interval.tv_usec >= 1000000 || value->it_interval.tv_sec < 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    struct itimerspec setting = {
+        {value->it_interval.tv_sec, value->it_interval.tv_usec * 1000},
+        {value->it_value.tv_sec, value->it_value.tv_usec * 1000},
+    };
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_itimer();
+    if (!timer) timer = allocate(VTIMER_ITIMER);
+    if (timer) {
+        timer->vclock = TC_VCLOCK_MONOTONIC;
+        if (old) *old = to_itimerval(current_setting(segment, timer));
+        arm(segment, timer, TC_WAIT_ALARM, 0, &setting);
+    }
+    unlock_table(&saved);
+    if (!timer) {
+        errno = EAGAIN;
+        return -1;
+    }
+    tc_helper_poke();
+    return 0;
+}
+
+static int shim_setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerval *old) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment || which != ITIMER_REAL || !value) return tc_real.setitimer(which, value, old);
+    return set_itimer(segment, value, old);
+}
+
+static int shim_getitimer(__itimer_which_t which, struct itimerval *current) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment || which != ITIMER_REAL) return tc_real.getitimer(which, current);
+    sigset_t saved;
+    lock_table(&saved);
+    struct vtimer *timer = find_itimer();
+    struct itimerspec setting;
+    memset(&setting, 0, sizeof(setting));
+    if (timer) setting = current_setting(segment, timer);
+    unlock_table(&saved);
+    *current = to_itimerval(setting);
+    return 0;
+}
+
+static unsigned int shim_alarm(unsigned int seconds) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.alarm(seconds);
+    struct itimerval value = {{0, 0}, {seconds, 0}}, old;
+    if (set_itimer(segment, &value, &old) != 0) return 0;
+    /* As glibc: round to the nearest second, but never report 0 while an alarm is pending. */
+    unsigned int left = (unsigned int)old.it_value.tv_sec;
+    if (old.it_value.tv_usec >= 500000 || (left == 0 && old.it_value.tv_usec > 0)) left++;
+    return left;
+}
+
+TC_EXPORT int setitimer(__itimer_which_t, const struct itimerval *restrict, struct itimerval *restrict)
+    __attribute__((alias("shim_setitimer")));
+TC_EXPORT int getitimer(__itimer_which_t, struct itimerval *) __attribute__((alias("shim_getitimer")));
+TC_EXPORT unsigned int alarm(unsigned int) __attribute__((alias("shim_alarm")));

@@ -1,0 +1,365 @@
+/*
+ * The shared machinery of virtual waits; see waiter.h.
+ */
+#define _GNU_SOURCE
+#include "waiter.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define TC_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- identities ---- */
+
+static TC_TLS int32_t cached_tid;
+
+int32_t tc_gettid(void) {
+    if (!cached_tid) cached_tid = (int32_t)tc_raw_syscall(SYS_gettid, 0);
+    return cached_tid;
+}
+
+/* ---- time ---- */
+
+struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock) {
+    struct tc_wait_view view;
+    view.generation = __atomic_load_n(&segment->generation, __ATOMIC_ACQUIRE);
+    view.now = tc_segment_read(segment, vclock);
+    view.rate = __atomic_load_n(&segment->timeline.current.rate, __ATOMIC_RELAXED);
+    return view;
+}
+
+int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline) {
+    if (view->now >= deadline) return 0;
+    if (view->rate == 0) return TC_FOREVER;
+    unsigned __int128 remaining = (uint64_t)(deadline - view->now);
+    unsigned __int128 real = ((remaining << TC_RATE_SHIFT) + view->rate - 1) / view->rate;
+    return real >= (unsigned __int128)(INT64_MAX / 2) ? TC_FOREVER : (int64_t)real;
+}
+
+int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative) {
+    int64_t now = tc_segment_read(segment, vclock);
+    if (relative <= 0) return now;
+    return now > INT64_MAX - relative ? INT64_MAX : now + relative;
+}
+
+/* Real waits are bounded by a year: far enough to mean "until a verb". */
+static int64_t bounded(int64_t real_ns) {
+    const int64_t year = 365LL * 86400 * TC_NS_PER_SECOND;
+    return real_ns > year ? year : real_ns;
+}
+
+struct timespec tc_real_timeout(int64_t real_ns) { return tc_timespec_from_ns(bounded(real_ns)); }
+
+/* ---- the wait table ---- */
+
+void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {
+    tc_wait_begin_for(wait, segment, kind, vclock, deadline, tc_gettid());
+}
+
+void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
+                       int32_t tid) {
+    int32_t pid = tc_shim_pid();
+    wait->segment = segment;
+    wait->vclock = vclock;
+    wait->deadline = deadline;
+    wait->owner = tc_wait_owner(pid, tid);
+    wait->slot = tc_wait_claim(segment, pid, tid, kind, vclock, deadline, tc_real_ns(CLOCK_BOOTTIME));
+}
+
+void tc_wait_end(struct tc_wait *wait) {
+    tc_wait_release(wait->segment, wait->slot, wait->owner);
+    wait->slot = -1;
+}
+
+void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argument); }
+
+/* ---- futex sleeps ---- */
+
+int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_ns) {
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + bounded(real_ns));
+    int old_type;
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_type);
+    long result = tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAIT_BITSET, generation, &deadline, 0,
+                                 TC_WAKE_SLEEPERS);
+    pthread_setcanceltype(old_type, NULL);
+    return result == -EINTR ? EINTR : 0;
+}
+
+/* ---- waiters the helper wakes ---- */
+
+#define TC_WAITER_RECORDS 256
+#define TC_WAKE_FDS 1024
+
+enum { RECORD_FREE = 0, RECORD_WAITING = 1, RECORD_POKING = 2, RECORD_CLAIMING = 3 };
+
+struct waiter_record {
+    int state;
+    int wake_fd;              /* fd waiters */
+    pthread_cond_t *cond;     /* condition waiters: */
+    pthread_mutex_t *mutex;
+    int vclock;
+    int64_t deadline;
+    uint64_t rate;            /* the rate the waiter's real timeout assumes */
+    int woken;                /* the helper broadcast: 1 for a rate change, 2 at the deadline */
+};
+
+#define WOKEN_FOR_RATE 1
+#define WOKEN_AT_DEADLINE 2
+
+static struct waiter_record records[TC_WAITER_RECORDS];
+static TC_TLS int thread_record = -1;
+static TC_TLS int thread_wake_fd = -1;
+
+/* Every wake eventfd made, so a fork child can close the ones of threads it does not have. */
+static int wake_fds[TC_WAKE_FDS];
+static pthread_key_t wake_fd_key;
+static pthread_once_t wake_fd_key_once = PTHREAD_ONCE_INIT;
+
+static void forget_wake_fd(int fd) {
+    for (int i = 0; i < TC_WAKE_FDS; i++) {
+        int expected = fd + 1;
+        if (__atomic_compare_exchange_n(&wake_fds[i], &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    }
+}
+
+static void close_wake_fd_at_thread_exit(void *value) {
+    int fd = (int)(intptr_t)value - 1;
+    forget_wake_fd(fd);
+    tc_raw_syscall(SYS_close, fd);
+}
+
+static void make_wake_fd_key(void) { pthread_key_create(&wake_fd_key, close_wake_fd_at_thread_exit); }
+
+static int thread_wake_fd_get(void) {
+    if (thread_wake_fd >= 0) return thread_wake_fd;
+    long fd = tc_raw_syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) return -1;
+    int remembered = 0;
+    for (int i = 0; i < TC_WAKE_FDS && !remembered; i++) {
+        int expected = 0;
+        remembered = __atomic_compare_exchange_n(&wake_fds[i], &expected, (int)fd + 1, 0, __ATOMIC_ACQ_REL,
+                                                 __ATOMIC_RELAXED);
+    }
+    pthread_once(&wake_fd_key_once, make_wake_fd_key);
+    pthread_setspecific(wake_fd_key, (void *)(intptr_t)(fd + 1));
+    thread_wake_fd = (int)fd;
+    return thread_wake_fd;
+}
+
+static int enter(struct waiter_record *fields) {
+    tc_helper_poke();
+    for (int i = 0; i < TC_WAITER_RECORDS; i++) {
+        int expected = RECORD_FREE;
+        if (!__atomic_compare_exchange_n(&records[i].state, &expected, RECORD_CLAIMING, 0, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        /* Field by field: `state` is only ever written atomically. */
+        records[i].wake_fd = fields->wake_fd;
+        records[i].cond = fields->cond;
+        records[i].mutex = fields->mutex;
+        records[i].vclock = fields->vclock;
+        records[i].deadline = fields->deadline;
+        __atomic_store_n(&records[i].rate, fields->rate, __ATOMIC_RELAXED);
+        __atomic_store_n(&records[i].woken, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&records[i].state, RECORD_WAITING, __ATOMIC_RELEASE);
+        thread_record = i;
+        return 0;
+    }
+    return -1;
+}
+
+int tc_waiter_enter_fd(void) {
+    int fd = thread_wake_fd_get();
+    struct waiter_record fields = {.wake_fd = fd};
+    if (fd < 0 || enter(&fields) != 0) return -1;
+    return fd;
+}
+
+int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock, int64_t deadline) {
+    struct waiter_record fields = {.wake_fd = -1, .cond = cond, .mutex = mutex, .vclock = vclock, .deadline = deadline};
+    return enter(&fields);
+}
+
+void tc_waiter_set_rate(uint64_t rate) {
+    if (thread_record >= 0) __atomic_store_n(&records[thread_record].rate, rate, __ATOMIC_RELEASE);
+}
+
+int tc_waiter_woken_at_deadline(void) {
+    return thread_record >= 0 &&
+           __atomic_load_n(&records[thread_record].woken, __ATOMIC_ACQUIRE) == WOKEN_AT_DEADLINE;
+}
+
+void tc_waiter_leave(void) {
+    int i = thread_record;
+    if (i < 0) return;
+    /* Wait out a poke in progress: after this, the helper never touches our fd or condvar. */
+    for (;;) {
+        int expected = RECORD_WAITING;
+        if (__atomic_compare_exchange_n(&records[i].state, &expected, RECORD_FREE, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_RELAXED))
+            break;
+        tc_raw_syscall(SYS_sched_yield, 0);
+    }
+    thread_record = -1;
+}
+
+void tc_waiter_drain(int wake_fd) {
+    uint64_t count;
+    tc_raw_syscall(SYS_read, wake_fd, &count, sizeof(count));
+}
+
+/*
+ * Wakes a condition waiter if a verb made its deadline due or changed the
+ * rate its timeout assumes. The broadcast is made holding the waiter's
+ * mutex, which the waiter holds from its look at the clock until it blocks:
+ * so the broadcast finds it blocked, or it sees the new time. Returns 0 if
+ * the mutex was busy (try again soon).
+ */
+static int wake_condition_waiter(struct tc_segment *segment, struct waiter_record *record) {
+    if (record->woken) return 1;
+    uint64_t rate = __atomic_load_n(&segment->timeline.current.rate, __ATOMIC_RELAXED);
+    int due = tc_segment_read(segment, record->vclock) >= record->deadline;
+    if (!due && rate == __atomic_load_n(&record->rate, __ATOMIC_ACQUIRE)) return 1;
+    if (pthread_mutex_trylock(record->mutex) != 0) return 0;
+    __atomic_store_n(&record->woken, due ? WOKEN_AT_DEADLINE : WOKEN_FOR_RATE, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(record->cond);
+    pthread_mutex_unlock(record->mutex);
+    return 1;
+}
+
+/* After a verb: every fd waiter's eventfd, the condition waiters it concerns.
+   Returns 0 if some condition waiter could not be woken yet. */
+static int poke_waiters(struct tc_segment *segment, int fd_waiters_too) {
+    static const uint64_t one = 1;
+    int done = 1;
+    for (int i = 0; i < TC_WAITER_RECORDS; i++) {
+        int expected = RECORD_WAITING;
+        if (__atomic_load_n(&records[i].state, __ATOMIC_RELAXED) != RECORD_WAITING ||
+            !__atomic_compare_exchange_n(&records[i].state, &expected, RECORD_POKING, 0, __ATOMIC_ACQUIRE,
+                                         __ATOMIC_RELAXED))
+            continue;
+        if (records[i].wake_fd >= 0 && fd_waiters_too)
+            tc_raw_syscall(SYS_write, records[i].wake_fd, &one, sizeof(one));
+        if (records[i].cond && !wake_condition_waiter(segment, &records[i])) done = 0;
+        __atomic_store_n(&records[i].state, RECORD_WAITING, __ATOMIC_RELEASE);
+    }
+    return done;
+}
+
+/* ---- the helper thread ---- */
+
+static int helper_started;
+static uint32_t helper_pokes;
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+struct futex_wait_entry {
+    uint64_t value;
+    uint64_t address;
+    uint32_t flags;
+    uint32_t reserved;
+};
+
+#define FUTEX2_SIZE_U32_FLAG 0x02
+#define FUTEX2_PRIVATE_FLAG 128
+
+/*
+ * Blocks until the session's generation leaves `generation`, the process's
+ * pokes leave `pokes`, or `real_ns` pass. futex_waitv (Linux 5.16) waits on
+ * both words at once; without it, the helper waits on the generation and
+ * notices pokes within 20 ms.
+ */
+static void helper_block(struct tc_segment *segment, uint32_t generation, uint32_t pokes, int64_t real_ns) {
+    static int no_waitv;
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + bounded(real_ns));
+    if (!no_waitv) {
+        struct futex_wait_entry waiters[2] = {
+            {generation, (uint64_t)(uintptr_t)&segment->generation, FUTEX2_SIZE_U32_FLAG, 0},
+            {pokes, (uint64_t)(uintptr_t)&helper_pokes, FUTEX2_SIZE_U32_FLAG | FUTEX2_PRIVATE_FLAG, 0},
+        };
+        long result = tc_raw_syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
+        if (result != -ENOSYS) return;
+        no_waitv = 1;
+    }
+    int64_t slice = 20 * 1000 * 1000;
+    struct timespec bounded = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + slice);
+    if (bounded.tv_sec > deadline.tv_sec || (bounded.tv_sec == deadline.tv_sec && bounded.tv_nsec > deadline.tv_nsec))
+        bounded = deadline;
+    tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAIT_BITSET, generation, &bounded, 0, TC_WAKE_HELPERS);
+}
+
+static void *helper_main(void *argument) {
+    struct tc_segment *segment = tc_shim_segment();
+    uint32_t seen_generation = (uint32_t)(uintptr_t)argument;
+    int conditions_pending = 0;
+    prctl(PR_SET_NAME, "timectl-waker", 0, 0, 0);
+    for (;;) {
+        uint32_t generation = __atomic_load_n(&segment->generation, __ATOMIC_ACQUIRE);
+        uint32_t pokes = __atomic_load_n(&helper_pokes, __ATOMIC_ACQUIRE);
+        int moved = generation != seen_generation;
+        if (moved || conditions_pending) conditions_pending = !poke_waiters(segment, moved);
+        seen_generation = generation;
+        int64_t next = tc_timers_fire_due(segment);
+        /* A condition waiter's mutex was busy: come back for it in a millisecond. */
+        if (conditions_pending && next > 1000000) next = 1000000;
+        helper_block(segment, generation, pokes, next);
+    }
+    return NULL;
+}
+
+static void start_helper(struct tc_segment *segment) {
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&helper_started, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return;
+    /* The generation before any wait that needs the helper looked at the session:
+       every verb after that gets its waiters poked. */
+    uint32_t generation = __atomic_load_n(&segment->generation, __ATOMIC_ACQUIRE);
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 256 * 1024);
+    /* The helper must never take a signal meant for the application. */
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    pthread_t thread;
+    if (pthread_create(&thread, &attributes, helper_main, (void *)(uintptr_t)generation) != 0)
+        __atomic_store_n(&helper_started, 0, __ATOMIC_RELEASE);
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    pthread_attr_destroy(&attributes);
+}
+
+void tc_helper_poke(void) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return;
+    if (!__atomic_load_n(&helper_started, __ATOMIC_ACQUIRE)) start_helper(segment);
+    __atomic_fetch_add(&helper_pokes, 1, __ATOMIC_RELEASE);
+    tc_raw_syscall(SYS_futex, &helper_pokes, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
+}
+
+/* ---- fork ---- */
+
+void tc_waiters_after_fork_in_child(void) {
+    cached_tid = 0;
+    helper_started = 0;
+    helper_pokes = 0;
+    /* The parent's threads, their waits and their wake eventfds are not ours. */
+    for (int i = 0; i < TC_WAITER_RECORDS; i++) records[i].state = RECORD_FREE;
+    thread_record = -1;
+    for (int i = 0; i < TC_WAKE_FDS; i++) {
+        if (wake_fds[i]) tc_raw_syscall(SYS_close, wake_fds[i] - 1);
+        wake_fds[i] = 0;
+    }
+    if (thread_wake_fd >= 0) pthread_setspecific(wake_fd_key, NULL);
+    thread_wake_fd = -1;
+    tc_timers_after_fork_in_child();
+}

@@ -1,0 +1,111 @@
+/*
+ * Waiting on the virtual timeline (SPEC §3): the pieces every wait
+ * interposer shares.
+ *
+ * A wait has a virtual deadline on one session clock. It blocks in real
+ * time for as long as the session says the remainder takes (forever while
+ * frozen) and re-evaluates whenever a verb changes the timeline:
+ *
+ *  - sleeps block on the segment's generation futex, which every verb bumps
+ *    and wakes (tc_wait_futex);
+ *  - waits on file descriptors add the thread's own wake eventfd to what they
+ *    wait on; the process's helper thread, blocked on the same futex, writes
+ *    those eventfds after each verb, and fires the process's virtual timers;
+ *  - condition waits register their condvar, mutex and deadline; the helper
+ *    broadcasts the condvar, holding the mutex (so the broadcast cannot fall
+ *    between the waiter's look at the clock and its wait), when a verb makes
+ *    the deadline due — the wait then reports ETIMEDOUT — or changes the
+ *    rate (a spurious wakeup, which POSIX allows).
+ *
+ * Nothing here allocates except starting the helper thread once, and
+ * nothing takes a lock that a clock read could block on.
+ */
+#ifndef TIMECTL_WAITER_H
+#define TIMECTL_WAITER_H
+
+#include "real.h"
+#include "shim.h"
+
+#define TC_FOREVER INT64_MAX
+
+/* Bounded real waits for primitives nobody can wake early (semaphores, mutexes). */
+#define TC_SLICE_NS (50 * 1000 * 1000LL)
+
+/* A consistent look at the session for a wait: the generation is read first,
+   so a verb that lands after the look changes it and ends the wait. */
+struct tc_wait_view {
+    uint32_t generation;
+    uint64_t rate;
+    int64_t now;          /* virtual ns on the wait's clock */
+};
+
+struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock);
+
+/* Real ns until `deadline` at the view's rate: 0 if due, TC_FOREVER if frozen. */
+int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline);
+
+/* A deadline `relative` virtual ns from now on `vclock` (saturating). */
+int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative);
+
+/* A pending wait of this thread, listed in the segment's wait table. */
+struct tc_wait {
+    struct tc_segment *segment;
+    int vclock;
+    int64_t deadline;
+    int slot;
+    uint64_t owner;
+};
+
+void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline);
+/* The same, listed for thread `tid` (0: the whole process, for timers). */
+void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
+                       int32_t tid);
+void tc_wait_end(struct tc_wait *wait);
+/* pthread_cleanup_push handler: ends the wait `argument` points to. */
+void tc_wait_end_cleanup(void *argument);
+
+/*
+ * Blocks until the generation moves on from `generation`, `real_ns` real ns
+ * pass, or a signal handler runs. Returns 0 or EINTR. Always given a
+ * timeout, so that the kernel reports EINTR after any handler, as nanosleep
+ * does, instead of restarting under SA_RESTART. A cancellation point.
+ */
+int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_ns);
+
+/* timespec for a real relative timeout in ns (TC_FOREVER → a year). */
+struct timespec tc_real_timeout(int64_t real_ns);
+
+/*
+ * Registers the calling thread as waiting on file descriptors until
+ * tc_waiter_leave(); returns its wake eventfd, which turns readable after
+ * every verb, or −1 (no eventfd, or too many waiters): the caller then
+ * waits in slices of TC_SLICE_NS.
+ */
+int tc_waiter_enter_fd(void);
+/* Registers the calling thread as waiting on `cond` (holding `mutex`) until
+   `deadline` on `vclock`; 0, or −1 (too many waiters: then slices). */
+int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock, int64_t deadline);
+/* The rate the calling condition waiter's current real timeout was worked out for. */
+void tc_waiter_set_rate(uint64_t rate);
+/* Whether the helper woke the calling condition waiter because its deadline came. */
+int tc_waiter_woken_at_deadline(void);
+void tc_waiter_leave(void);
+/* Empties a wake eventfd after it woke its thread. */
+void tc_waiter_drain(int wake_fd);
+
+/* Tells the helper thread that the process's timers changed (starting it if needed). */
+void tc_helper_poke(void);
+
+/* For the helper: fires due virtual timers; returns real ns until the next one, or TC_FOREVER. In timers.c. */
+int64_t tc_timers_fire_due(struct tc_segment *segment);
+void tc_timers_before_fork(void);
+void tc_timers_after_fork_in_parent(void);
+void tc_timers_after_fork_in_child(void);
+
+/* Called by shim.c in a fork child. */
+void tc_waiters_after_fork_in_child(void);
+
+/* Thread id, cached per thread. */
+int32_t tc_gettid(void);
+
+#endif
