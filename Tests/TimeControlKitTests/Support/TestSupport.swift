@@ -191,3 +191,73 @@ func keyedValues(_ text: String) -> [String: String] {
 }
 
 let nanosecondsPerSecond: Int64 = 1_000_000_000
+
+/// A program running attached to a session in the background, whose output
+/// the test reads as it comes. Every wait here has a real-time guard that
+/// only stops a hang; what the tests assert is virtual time.
+final class AttachedRun: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var buffer = ""
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ sandbox: Sandbox, session: String, _ command: [String]) throws {
+        process.executableURL = URL(fileURLWithPath: Build.timectl)
+        process.arguments = ["--session", session, "run", "--"] + command
+        process.environment = sandbox.environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
+        }
+        process.terminationHandler = { [finished] _ in finished.signal() }
+        try process.run()
+    }
+
+    deinit { stop(process) }
+
+    var output: String { lock.withLock { buffer } }
+    var lines: [String] { output.split(separator: "\n").map(String.init) }
+
+    /// The first output line that starts with one of `prefixes`, once there is one.
+    func line(startingWith prefixes: String..., guardSeconds: Double = 30) -> String? {
+        let deadline = Date().addingTimeInterval(guardSeconds)
+        while Date() < deadline {
+            if let line = lines.first(where: { line in prefixes.contains { line.hasPrefix($0) } }) { return line }
+            usleep(5_000)
+        }
+        return nil
+    }
+
+    /// The exit status once the program ends; nil (after killing it) if it outlives the guard.
+    func exitStatus(guardSeconds: Double = 30) -> Int32? {
+        if finished.wait(timeout: .now() + guardSeconds) == .timedOut {
+            stop(process)
+            return nil
+        }
+        finished.signal()
+        usleep(20_000)  // let the last output arrive
+        return process.terminationStatus
+    }
+
+    var isRunning: Bool { process.isRunning }
+}
+
+extension Sandbox {
+    /// The session's pending waits once `condition` holds for them (real-time guard).
+    @discardableResult
+    func waitForWaits(_ session: TimeSession, guardSeconds: Double = 30,
+                      until condition: ([PendingWait]) -> Bool) -> [PendingWait] {
+        let deadline = Date().addingTimeInterval(guardSeconds)
+        var waits = session.pendingWaits()
+        while !condition(waits) && Date() < deadline {
+            usleep(5_000)
+            waits = session.pendingWaits()
+        }
+        return waits
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// Waits, sleeps and timers of unmodified programs follow the virtual
+/// timeline (SPEC §3): under a frozen session they end exactly when ticks
+/// pass their deadline — not before — or at once when what they wait for happens.
+@Suite("Waits, sleeps and timers")
+struct WaitTests {
+    static let second: Int64 = 1_000_000_000
+
+    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session(name)
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600 * Self.second))
+        return (sandbox, session)
+    }
+
+    /// After a tick that falls short of the deadline, the wait must still be
+    /// pending: give the program a moment to (wrongly) return, then look.
+    func expectStillWaiting(_ run: AttachedRun, _ sandbox: Sandbox, _ session: TimeSession, kind: String,
+                            clock: String? = nil, remaining: Int64, sourceLocation: SourceLocation = #_sourceLocation) {
+        usleep(300_000)
+        #expect(run.isRunning, "returned before its deadline: \(run.output)", sourceLocation: sourceLocation)
+        let waits = session.pendingWaits().filter { $0.kind == kind && (clock == nil || $0.clock == clock) }
+        #expect(waits.map(\.remainingNanoseconds) == [remaining], "\(waits)", sourceLocation: sourceLocation)
+    }
+
+    @Test("sleep 3: still asleep 1.5 real seconds later and after tick 2; done after tick 3")
+    func coreutilsSleep() throws {
+        let (sandbox, session) = try frozenSession("sleep")
+        let run = try AttachedRun(sandbox, session: "sleep", ["sleep", "3"])
+        let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
+        #expect(waits.map(\.kind) == ["sleep"])
+        #expect(waits.map(\.command) == ["sleep"])
+        #expect(waits.map(\.clock) == ["CLOCK_MONOTONIC"])
+        usleep(1_500_000)
+        #expect(run.isRunning, "a frozen clock does not let real time end the sleep")
+        try session.advance(by: .seconds(2))
+        expectStillWaiting(run, sandbox, session, kind: "sleep", remaining: Self.second)
+        try session.advance(by: .seconds(1))
+        #expect(run.exitStatus() == 0)
+        #expect(session.pendingWaits().isEmpty)
+    }
+
+    @Test("timeout 5 sleep 100 exits with 124 after tick 5, not before")
+    func coreutilsTimeout() throws {
+        let (sandbox, session) = try frozenSession("timeout")
+        let run = try AttachedRun(sandbox, session: "timeout", ["timeout", "5", "sleep", "100"])
+        sandbox.waitForWaits(session) { waits in waits.contains { $0.kind == "timer" } && waits.contains { $0.kind == "sleep" } }
+        try session.advance(by: .seconds(4))
+        expectStillWaiting(run, sandbox, session, kind: "timer", remaining: Self.second)
+        try session.advance(by: .seconds(1))
+        #expect(run.exitStatus() == 124)
+    }
+
+    @Test("Swift: Task.sleep(for: .seconds(60)) wakes at +60 s, not at +30 s")
+    func swiftTaskSleep() throws {
+        let (sandbox, session) = try frozenSession("task")
+        let run = try AttachedRun(sandbox, session: "task", [Build.swiftProbe, "task-sleep", "60"])
+        // ContinuousClock is CLOCK_BOOTTIME; libdispatch also keeps a monotonic timer of its own.
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.clock == "CLOCK_BOOTTIME" } }
+        try session.advance(by: .seconds(30))
+        expectStillWaiting(run, sandbox, session, kind: "timerfd", clock: "CLOCK_BOOTTIME", remaining: 30 * Self.second)
+        try session.advance(by: .seconds(30))
+        #expect(run.line(startingWith: "slept") == "slept \(60 * Self.second)")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("Swift: DispatchQueue.main.asyncAfter(deadline: .now() + 30) fires at +30 s")
+    func swiftAsyncAfter() throws {
+        let (sandbox, session) = try frozenSession("dispatch")
+        let run = try AttachedRun(sandbox, session: "dispatch", [Build.swiftProbe, "dispatch-after", "30"])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.remainingNanoseconds == 30 * Self.second } }
+        try session.advance(by: .seconds(29))
+        usleep(300_000)
+        #expect(run.isRunning, "fired before its deadline: \(run.output)")
+        try session.advance(by: .seconds(1))
+        #expect(run.line(startingWith: "fired") == "fired \(30 * Self.second)")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("Python: time.sleep(10) and asyncio.sleep(10)")
+    func pythonSleeps() throws {
+        let (sandbox, session) = try frozenSession("python")
+        let script = """
+            import asyncio, time
+            start = time.monotonic_ns(); time.sleep(10); print("time.sleep", time.monotonic_ns() - start, flush=True)
+            async def main():
+                start = time.monotonic_ns(); await asyncio.sleep(10); print("asyncio.sleep", time.monotonic_ns() - start, flush=True)
+            asyncio.run(main())
+            """
+        let run = try AttachedRun(sandbox, session: "python", ["python3", "-c", script])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        try session.advance(by: .seconds(9))
+        expectStillWaiting(run, sandbox, session, kind: "sleep", remaining: Self.second)
+        try session.advance(by: .seconds(1))
+        #expect(run.line(startingWith: "time.sleep") == "time.sleep \(10 * Self.second)")
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "epoll" } }
+        try session.advance(by: .seconds(9))
+        expectStillWaiting(run, sandbox, session, kind: "epoll", remaining: Self.second)
+        try session.advance(by: .seconds(1))
+        #expect(run.line(startingWith: "asyncio.sleep") == "asyncio.sleep \(10 * Self.second)")
+        #expect(run.exitStatus() == 0)
+    }
+
+    /// The rest of SPEC §3's list, from a C program: each waits 5 virtual
+    /// seconds for something that never comes, and must time out exactly then.
+    @Test("C waits time out exactly at their virtual deadline", arguments: [
+        (["cond", "realtime", "5"], "cond", "result=ETIMEDOUT flag=0"),
+        (["cond", "monotonic", "5"], "cond", "result=ETIMEDOUT flag=0"),
+        (["cond-clockwait", "monotonic", "5"], "cond", "result=ETIMEDOUT flag=0"),
+        (["sem", "realtime", "5"], "sem", "result=ETIMEDOUT"),
+        (["sem", "monotonic", "5"], "sem", "result=ETIMEDOUT"),
+        (["mutex", "5"], "mutex", "result=ETIMEDOUT"),
+        (["poll", "5"], "poll", "result=0 revents=0"),
+        (["select", "5"], "select", "result=0 set=0"),
+        (["pselect", "5"], "select", "result=0 set=0"),
+        (["epoll", "5"], "epoll", "result=0"),
+        (["alarm", "5"], "alarm", "signal=SIGALRM initially_left=5"),
+        (["setitimer", "5"], "alarm", "signal=SIGALRM initially_left=5"),
+        (["timer-signal", "5"], "timer", "signal=SIGUSR2 code=SI_TIMER value=42"),
+    ])
+    func cWaitsTimeOut(arguments: [String], kind: String, outcome: String) throws {
+        let (sandbox, session) = try frozenSession("c")
+        let run = try AttachedRun(sandbox, session: "c", [try CFixture.path("wait_probe")] + arguments)
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == kind } }
+        try session.advance(by: .seconds(4))
+        expectStillWaiting(run, sandbox, session, kind: kind, remaining: Self.second)
+        try session.advance(by: .seconds(1))
+        #expect(run.line(startingWith: "result=", "signal=") == "\(outcome) elapsed=\(5 * Self.second)")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("the awaited event wins at once, with no tick", arguments: [
+        ("cond-signalled", "result=0 flag=1 elapsed=0"),
+        ("sem-posted", "result=0 elapsed=0"),
+        ("poll-ready", "result=1 revents=POLLIN elapsed=0"),
+    ])
+    func eventsWin(kind: String, outcome: String) throws {
+        let (sandbox, _) = try frozenSession("event")
+        let run = try AttachedRun(sandbox, session: "event", [try CFixture.path("wait_probe"), kind])
+        #expect(run.exitStatus() == 0)
+        #expect(run.line(startingWith: "result=") == outcome)
+    }
+
+    @Test("a periodic timerfd counts the expirations a tick passes")
+    func periodicTimerfd() throws {
+        let (sandbox, session) = try frozenSession("timerfd")
+        let run = try AttachedRun(sandbox, session: "timerfd", [try CFixture.path("wait_probe"), "timerfd-periodic", "250", "40"])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" } }
+        try session.advance(by: .seconds(10))
+        #expect(run.line(startingWith: "expirations=") == "expirations=40 elapsed=\(10 * Self.second)")
+        #expect(run.line(startingWith: "total=") == "total=40 next_in=250000000")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("nanosleep interrupted by a signal reports the virtual time left (SA_RESTART or not)")
+    func interruptedNanosleep() throws {
+        let (sandbox, session) = try frozenSession("eintr")
+        let run = try AttachedRun(sandbox, session: "eintr", [try CFixture.path("wait_probe"), "nanosleep-eintr", "100"])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        try session.advance(by: .seconds(30))
+        kill(run.process.processIdentifier, SIGUSR1)  // timectl passes it on
+        #expect(run.line(startingWith: "result=") == "result=EINTR left=\(70 * Self.second) elapsed=\(30 * Self.second)")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("an absolute wall-clock deadline is passed by a set that jumps over it")
+    func wallClockJump() throws {
+        let (sandbox, session) = try frozenSession("jump")
+        let run = try AttachedRun(sandbox, session: "jump", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
+        let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
+        #expect(waits.first?.clock == "CLOCK_REALTIME")
+        #expect(waits.first?.deadline == "2016-01-01T13:00:00Z")
+        try session.setWallClock(to: .relative(nanoseconds: 2 * 3600 * Self.second))
+        #expect(run.line(startingWith: "result=") == "result=0 past_deadline=1 elapsed=0")
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("rate 10 makes a 2 s sleep take a tenth of the real time, and never less than 2 virtual seconds")
+    func rateScalesSleeps() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        try sandbox.session("fast").setRate(try TimeRate(parsing: "10"))
+        let started = Date()
+        let result = try sandbox.runAttached(session: "fast", ["python3", "-c", "import time; t = time.monotonic_ns(); time.sleep(2); print(time.monotonic_ns() - t)"])
+        let virtual = try #require(Int64(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(virtual >= 2 * Self.second)
+        // At rate 1 this would take 2 s; the real time it took is only a sanity guard here.
+        #expect(Date().timeIntervalSince(started) < 2)
+    }
+
+    @Test("tick --to-next with sleepers due at +3 s and +7 s lands on +3 s and wakes only the first")
+    func tickToNext() throws {
+        let (sandbox, session) = try frozenSession("next")
+        let run = try AttachedRun(sandbox, session: "next", ["sh", "-c", "sleep 3 & sleep 7 & wait"])
+        sandbox.waitForWaits(session) { $0.count == 2 }
+        let before = session.monotonicNanoseconds
+        let result = try sandbox.timectl("--session", "next", "tick", "--to-next")
+        #expect(result.status == 0)
+        #expect(session.monotonicNanoseconds - before == 3 * Self.second)
+        let left = sandbox.waitForWaits(session) { $0.count == 1 }
+        #expect(left.map(\.remainingNanoseconds) == [4 * Self.second])
+        #expect(run.isRunning)
+        try session.advanceToNextDeadline()
+        #expect(session.monotonicNanoseconds - before == 7 * Self.second)
+        #expect(run.exitStatus() == 0)
+        let nothing = try sandbox.timectl("--session", "next", "tick", "--to-next")
+        #expect(nothing.status == 1)
+        #expect(nothing.stderr.contains("no pending wait"))
+    }
+
+    @Test("status --json lists pending waits with pid, thread, kind, clock and deadline")
+    func statusListsWaits() throws {
+        let (sandbox, session) = try frozenSession("listed")
+        let run = try AttachedRun(sandbox, session: "listed", ["sleep", "42"])
+        sandbox.waitForWaits(session) { !$0.isEmpty }
+        let result = try sandbox.timectl("--session", "listed", "status", "--json")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        let waits = try #require(object["waits"] as? [[String: Any]])
+        #expect(waits.count == 1)
+        #expect(waits.first?["kind"] as? String == "sleep")
+        #expect(waits.first?["clock"] as? String == "CLOCK_MONOTONIC")
+        #expect(waits.first?["command"] as? String == "sleep")
+        #expect(waits.first?["remaining_nanoseconds"] as? Int64 == 42 * Self.second)
+        #expect((waits.first?["pid"] as? Int32).map { $0 > 0 } == true)
+        #expect(waits.first?["thread"] as? Int32 == waits.first?["pid"] as? Int32)
+        let text = try sandbox.timectl("--session", "listed", "status")
+        #expect(text.stdout.contains("sleep on CLOCK_MONOTONIC, in 42s"))
+        try session.advance(by: .seconds(42))
+        #expect(run.exitStatus() == 0)
+    }
+
+    @Test("a killed waiter, an exiting process and a removed session leave nothing pending and nothing hanging")
+    func robustness() throws {
+        let (sandbox, session) = try frozenSession("robust")
+        // Killed while waiting: its entry disappears from status.
+        let killed = try AttachedRun(sandbox, session: "robust", ["sleep", "100"])
+        let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
+        let pid = try #require(waits.first?.pid)
+        kill(pid, SIGKILL)
+        #expect(killed.exitStatus() == 128 + SIGKILL)
+        #expect(sandbox.waitForWaits(session) { $0.isEmpty }.isEmpty)
+
+        // A process that exits while one of its threads sleeps.
+        let exiting = try AttachedRun(sandbox, session: "robust", ["python3", "-c", """
+            import os, threading, time
+            threading.Thread(target=time.sleep, args=(100,), daemon=True).start()
+            time.sleep(1)
+            os._exit(0)
+            """])
+        sandbox.waitForWaits(session) { $0.count == 2 }
+        try session.advance(by: .seconds(1))
+        #expect(exiting.exitStatus() == 0)
+        #expect(sandbox.waitForWaits(session) { $0.isEmpty }.isEmpty)
+
+        // Removing the session lets its waiters run out on real time instead of hanging.
+        let orphaned = try AttachedRun(sandbox, session: "robust", ["sleep", "1"])
+        sandbox.waitForWaits(session) { !$0.isEmpty }
+        try session.remove(force: true)
+        #expect(orphaned.exitStatus(guardSeconds: 30) == 0)
+    }
+}
