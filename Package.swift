@@ -44,6 +44,12 @@ let package = Package(
             name: "timectl-swift-probe",
             path: "Tests/Fixtures/SwiftProbe"
         ),
+        // The driving side of scripts/bench-wake.
+        .executableTarget(
+            name: "timectl-bench-wake",
+            dependencies: ["TimeControlKit"],
+            path: "Benchmarks/WakeLatency"
+        ),
         .testTarget(
             name: "TimeControlKitTests",
             dependencies: ["TimeControlKit"],

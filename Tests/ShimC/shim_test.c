@@ -222,6 +222,27 @@ static void test_periodic_timerfd(void) {
     close(timer);
 }
 
+/* A program that closes every descriptor (as daemons do) cannot close the
+   shim's own, so their numbers are never handed out for its files. */
+static void test_close_all_spares_shim_descriptors(void) {
+    apply(TC_VERB_SET_RATE, TC_WALL_KEEP, 0, TC_RATE_ONE * 1000);
+    struct pollfd none;
+    poll(&none, 0, 1); /* makes this thread's wake eventfd */
+    for (int fd = 3; fd < 1024; fd++) close(fd);
+    int survivors = 0;
+    for (int fd = 3; fd < 1024; fd++) survivors += fcntl(fd, F_GETFD) >= 0;
+    CHECK(survivors >= 1, "the wake eventfd survives a close-all loop");
+    int fds[2];
+    CHECK(pipe(fds) == 0, "pipe");
+    int after = 0;
+    for (int fd = 3; fd < 1024; fd++) after += fcntl(fd, F_GETFD) >= 0;
+    CHECK(after == survivors + 2, "a new pipe takes new numbers");
+    CHECK(poll(&none, 0, 1) == 0, "waits still work");
+    close(fds[0]);
+    close(fds[1]);
+    apply(TC_VERB_FREEZE, TC_WALL_KEEP, 0, 0);
+}
+
 static void test_fork_child_stays_attached(void) {
     apply(TC_VERB_FREEZE, TC_WALL_ABSOLUTE, 42LL * 1000000000LL, 0);
     pid_t child = fork();
@@ -269,6 +290,7 @@ int main(int argc, char **argv) {
     test_waits_follow_ticks();
     test_periodic_timerfd();
     test_fork_child_stays_attached();
+    test_close_all_spares_shim_descriptors();
     tc_segment_unmap(&mapping);
     if (failures) {
         fprintf(stderr, "%d shim test failures\n", failures);

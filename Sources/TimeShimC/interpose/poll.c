@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 
 /* Larger poll sets than this wait in slices instead of copying onto the stack. */
-#define TC_MAX_POLL_COPY 4096
+#define TC_MAX_POLL_COPY 1024
 
 /*
  * One real wait of at most `timeout`, plus `wake_fd` when it is ≥ 0.

@@ -184,7 +184,8 @@ static void *run_notify_function(void *argument) {
 static void deliver(const struct firing *firing) {
     int32_t pid = tc_shim_pid();
     if (firing->type == VTIMER_TIMERFD) {
-        tc_raw_syscall(SYS_write, firing->private_fd, &firing->expirations, sizeof(firing->expirations));
+        if (tc_fd_owned(firing->private_fd))
+            tc_raw_syscall(SYS_write, firing->private_fd, &firing->expirations, sizeof(firing->expirations));
         return;
     }
     if (firing->type == VTIMER_ITIMER) {
@@ -265,6 +266,7 @@ void tc_timers_after_fork_in_child(void) {
     for (int i = 0; i < TC_VTIMERS; i++) {
         if (timers[i].type == VTIMER_TIMERFD) {
             mark_timerfd(timers[i].fd, 0);
+            tc_fd_release(timers[i].private_fd);
             tc_raw_syscall(SYS_close, timers[i].private_fd);
         }
         timers[i].type = VTIMER_FREE;
@@ -298,6 +300,7 @@ static int shim_timerfd_create(int clock, int flags) {
         timer->fd = (int)fd;
         timer->private_fd = (int)private_fd;
         mark_timerfd((int)fd, 1);
+        tc_fd_claim((int)private_fd);
     }
     unlock_table(&saved);
     if (!timer) {
@@ -358,6 +361,7 @@ static void forget_timerfd(int fd) {
     struct vtimer *timer = find_timerfd(fd);
     if (timer) {
         disarm(timer);
+        tc_fd_release(timer->private_fd);
         tc_raw_syscall(SYS_close, timer->private_fd);
         timer->type = VTIMER_FREE;
         mark_timerfd(fd, 0);
@@ -365,19 +369,44 @@ static void forget_timerfd(int fd) {
     unlock_table(&saved);
 }
 
+/* dup2/dup3 is replacing `fd`, one of the shim's own: move it out of the way. */
+static void give_up_number(int fd) {
+    sigset_t saved;
+    lock_table(&saved);
+    for (int i = 0; i < TC_VTIMERS; i++) {
+        if (timers[i].type != VTIMER_TIMERFD || timers[i].private_fd != fd) continue;
+        long moved = tc_raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 100);
+        tc_fd_release(fd);
+        timers[i].private_fd = moved >= 0 ? (int)moved : -1;
+        if (moved >= 0) tc_fd_claim((int)moved);
+        unlock_table(&saved);
+        return;
+    }
+    unlock_table(&saved);
+    tc_wake_fd_taken(fd);
+}
+
 static int shim_close(int fd) {
+    /* The shim's own descriptors stay open: see tc_fd_claim. */
+    if (tc_fd_owned(fd)) return 0;
     forget_timerfd(fd);
     if (!tc_real.close) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_close, fd));
     return tc_real.close(fd);
 }
 
 static int shim_dup2(int old_fd, int new_fd) {
-    if (old_fd != new_fd) forget_timerfd(new_fd);
+    if (old_fd != new_fd) {
+        forget_timerfd(new_fd);
+        if (tc_fd_owned(new_fd)) give_up_number(new_fd);
+    }
     return tc_real.dup2(old_fd, new_fd);
 }
 
 static int shim_dup3(int old_fd, int new_fd, int flags) {
-    if (old_fd != new_fd) forget_timerfd(new_fd);
+    if (old_fd != new_fd) {
+        forget_timerfd(new_fd);
+        if (tc_fd_owned(new_fd)) give_up_number(new_fd);
+    }
     return tc_real.dup3(old_fd, new_fd, flags);
 }
 

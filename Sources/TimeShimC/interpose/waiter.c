@@ -93,6 +93,25 @@ int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_
     return result == -EINTR ? EINTR : 0;
 }
 
+/* ---- descriptors the shim owns ---- */
+
+#define TC_OWNED_FD_BITS 65536
+static uint64_t owned_fds[TC_OWNED_FD_BITS / 64];
+
+void tc_fd_claim(int fd) {
+    if (fd >= 0 && fd < TC_OWNED_FD_BITS) __atomic_fetch_or(&owned_fds[fd / 64], 1ULL << (fd % 64), __ATOMIC_RELEASE);
+}
+
+void tc_fd_release(int fd) {
+    if (fd >= 0 && fd < TC_OWNED_FD_BITS)
+        __atomic_fetch_and(&owned_fds[fd / 64], ~(1ULL << (fd % 64)), __ATOMIC_RELEASE);
+}
+
+int tc_fd_owned(int fd) {
+    if (fd < 0 || fd >= TC_OWNED_FD_BITS) return 0;
+    return (__atomic_load_n(&owned_fds[fd / 64], __ATOMIC_ACQUIRE) >> (fd % 64)) & 1;
+}
+
 /* ---- waiters the helper wakes ---- */
 
 #define TC_WAITER_RECORDS 256
@@ -132,16 +151,24 @@ static void forget_wake_fd(int fd) {
 
 static void close_wake_fd_at_thread_exit(void *value) {
     int fd = (int)(intptr_t)value - 1;
+    if (!tc_fd_owned(fd)) return;  /* taken over by dup2: not ours to close */
     forget_wake_fd(fd);
+    tc_fd_release(fd);
     tc_raw_syscall(SYS_close, fd);
+}
+
+void tc_wake_fd_taken(int fd) {
+    forget_wake_fd(fd);
+    tc_fd_release(fd);
 }
 
 static void make_wake_fd_key(void) { pthread_key_create(&wake_fd_key, close_wake_fd_at_thread_exit); }
 
 static int thread_wake_fd_get(void) {
-    if (thread_wake_fd >= 0) return thread_wake_fd;
+    if (thread_wake_fd >= 0 && tc_fd_owned(thread_wake_fd)) return thread_wake_fd;
     long fd = tc_raw_syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) return -1;
+    tc_fd_claim((int)fd);
     int remembered = 0;
     for (int i = 0; i < TC_WAKE_FDS && !remembered; i++) {
         int expected = 0;
@@ -213,7 +240,7 @@ void tc_waiter_leave(void) {
 
 void tc_waiter_drain(int wake_fd) {
     uint64_t count;
-    tc_raw_syscall(SYS_read, wake_fd, &count, sizeof(count));
+    if (tc_fd_owned(wake_fd)) tc_raw_syscall(SYS_read, wake_fd, &count, sizeof(count));
 }
 
 /*
@@ -246,7 +273,7 @@ static int poke_waiters(struct tc_segment *segment, int fd_waiters_too) {
             !__atomic_compare_exchange_n(&records[i].state, &expected, RECORD_POKING, 0, __ATOMIC_ACQUIRE,
                                          __ATOMIC_RELAXED))
             continue;
-        if (records[i].wake_fd >= 0 && fd_waiters_too)
+        if (records[i].wake_fd >= 0 && fd_waiters_too && tc_fd_owned(records[i].wake_fd))
             tc_raw_syscall(SYS_write, records[i].wake_fd, &one, sizeof(one));
         if (records[i].cond && !wake_condition_waiter(segment, &records[i])) done = 0;
         __atomic_store_n(&records[i].state, RECORD_WAITING, __ATOMIC_RELEASE);
@@ -356,7 +383,10 @@ void tc_waiters_after_fork_in_child(void) {
     for (int i = 0; i < TC_WAITER_RECORDS; i++) records[i].state = RECORD_FREE;
     thread_record = -1;
     for (int i = 0; i < TC_WAKE_FDS; i++) {
-        if (wake_fds[i]) tc_raw_syscall(SYS_close, wake_fds[i] - 1);
+        if (wake_fds[i]) {
+            tc_fd_release(wake_fds[i] - 1);
+            tc_raw_syscall(SYS_close, wake_fds[i] - 1);
+        }
         wake_fds[i] = 0;
     }
     if (thread_wake_fd >= 0) pthread_setspecific(wake_fd_key, NULL);
