@@ -222,6 +222,33 @@ static void test_periodic_timerfd(void) {
     close(timer);
 }
 
+static int listed_waits(void) {
+    int listed = 0;
+    for (uint32_t slot = 0; slot < segment->header.wait_capacity; slot++) {
+        struct tc_wait_slot entry;
+        listed += tc_wait_read(segment, slot, &entry);
+    }
+    return listed;
+}
+
+/* A thread cancelled in the middle of a wait leaves nothing listed. */
+static void test_cancelled_waiters_leave_no_entry(void) {
+    apply(TC_VERB_FREEZE, TC_WALL_KEEP, 0, 0);
+    struct waiter waiters[3];
+    void *(*bodies[3])(void *) = {sleeper, poller, cond_waiter};
+    for (int i = 0; i < 3; i++) pthread_create(&waiters[i].thread, NULL, bodies[i], &waiters[i]);
+    CHECK(wait_for_waits(3), "three waits listed");
+    for (int i = 0; i < 3; i++) {
+        pthread_cancel(waiters[i].thread);
+        void *returned;
+        pthread_join(waiters[i].thread, &returned);
+        CHECK(returned == PTHREAD_CANCELED, "waiter %d was cancelled", i);
+    }
+    CHECK(listed_waits() == 0, "%d waits still listed", listed_waits());
+    /* The condition waiter was cancelled inside the wait: it took the mutex back. */
+    CHECK(pthread_mutex_trylock(&lock) == EBUSY, "the cancelled condition waiter holds the mutex, as POSIX says");
+}
+
 /* A program that closes every descriptor (as daemons do) cannot close the
    shim's own, so their numbers are never handed out for its files. */
 static void test_close_all_spares_shim_descriptors(void) {
@@ -289,6 +316,8 @@ int main(int argc, char **argv) {
     test_concurrent_verbs();
     test_waits_follow_ticks();
     test_periodic_timerfd();
+    /* AddressSanitizer cannot unwind from glibc's cancellation signal handler. */
+    if (!getenv("SHIM_TEST_NO_ASYNC_CANCEL")) test_cancelled_waiters_leave_no_entry();
     test_fork_child_stays_attached();
     test_close_all_spares_shim_descriptors();
     tc_segment_unmap(&mapping);

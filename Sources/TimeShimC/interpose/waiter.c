@@ -85,6 +85,10 @@ void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argumen
 
 int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_ns) {
     struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + bounded(real_ns));
+    /* A cancellation point, as the sleeps it stands for. glibc cancels a
+       thread blocked in a system call by signal, and only in asynchronous
+       mode, which its own cancellable calls switch to around the call: so
+       does this one, around the futex wait and nothing else. */
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_type);
     long result = tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAIT_BITSET, generation, &deadline, 0,
