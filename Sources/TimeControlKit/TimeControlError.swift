@@ -32,6 +32,16 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case commandNotFound(String)
     /// The command was found but could not be started.
     case commandNotExecutable(path: String, errno: Errno)
+    /// A harness wait outlasted its real-time guard (the harness's own limit,
+    /// not the session's time).
+    case realTimeLimitExceeded(waitingFor: String, limit: Duration)
+    /// A condition did not hold within its limit of virtual time.
+    case virtualTimeLimitExceeded(condition: String, limit: Duration, steps: Int)
+    /// Advancing to the next deadline, step after step, did not end within
+    /// the step limit; `busiest` names the wait that kept coming back.
+    case stepLimitExceeded(condition: String, steps: Int, busiest: String)
+    /// There was no pending wait to advance to.
+    case nothingPending(session: String)
 
     public var description: String {
         switch self {
@@ -63,6 +73,14 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "command not found: \(command)"
         case .commandNotExecutable(let path, let errno):
             return "cannot execute \(path): \(errno.description)"
+        case .realTimeLimitExceeded(let what, let limit):
+            return "gave up waiting for \(what) after \(limit) of real time (the harness's guard against a hang)"
+        case .virtualTimeLimitExceeded(let condition, let limit, let steps):
+            return "\(condition) did not hold within \(limit) of virtual time (\(steps) steps)"
+        case .stepLimitExceeded(let condition, let steps, let busiest):
+            return "\(condition) did not hold after \(steps) steps to the next deadline; the wait that kept coming back: \(busiest)"
+        case .nothingPending(let session):
+            return "session '\(session)' has no pending wait with a deadline ahead; nothing to advance to"
         }
     }
 

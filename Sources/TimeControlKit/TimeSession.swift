@@ -1,24 +1,69 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+import Synchronization
 import SystemPackage
 import TimeShimC
 
 /// One virtual timeline (SPEC §2), stored in one segment file that every
 /// attached process maps. Verbs are atomic and serialised across processes.
+///
+/// A named session (``open(named:in:)``, ``openOrCreate(named:in:)``) is
+/// shared with `timectl` and with every process attached to it. A
+/// temporary one (``temporary(frozenAt:in:)``) belongs to the code that
+/// made it: when the object is released — at the end of a test, passed or
+/// failed — the processes it spawned and every process still attached to
+/// it are killed, and its segment is removed.
 public final class TimeSession: Sendable {
+    /// The session's name (`timectl --session NAME`).
     public let name: String
+    /// The directory its segment is in.
     public let directory: SessionDirectory
+    /// Whether releasing the object kills its processes and removes the session.
+    public let isTemporary: Bool
     let mapping: SegmentMapping
+    let sleeper: SessionSleeper
+    /// Process groups started by ``spawn(_:_:environment:workingDirectory:)``.
+    private let spawnedGroups = Mutex<[Int32]>([])
 
     /// The segment file; attached processes find it through `TIMECTL_SEGMENT`.
     public var segmentPath: String { mapping.path }
 
-    private init(name: String, directory: SessionDirectory, mapping: SegmentMapping) {
+    private init(name: String, directory: SessionDirectory, mapping: SegmentMapping, isTemporary: Bool = false) {
         self.name = name
         self.directory = directory
         self.mapping = mapping
+        self.isTemporary = isTemporary
+        self.sleeper = SessionSleeper(mapping: mapping)
     }
+
+    deinit {
+        sleeper.stop()
+        guard isTemporary else { return }
+        for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
+        for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
+        mapping.markRemoved()
+        unlink(segmentPath)
+    }
+
+    /// A new private session, named `tmp-PID-N-XXXX`, created at real time
+    /// and, with `date`, frozen there. Parallel tests each take their own.
+    public static func temporary(frozenAt date: Date? = nil,
+                                 in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        let serial = temporarySerial.add(1, ordering: .relaxed).newValue
+        let name = "tmp-\(getpid())-\(serial)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
+        let created = try openOrCreate(named: name, in: directory, mustCreate: true)
+        let session = TimeSession(name: created.name, directory: directory, mapping: created.mapping, isTemporary: true)
+        if let date { try session.freeze(at: date) }
+        return session
+    }
+
+    private static let temporarySerial = Atomic<Int>(0)
 
     /// Opens an existing session; fails with `.sessionNotFound` if there is none.
     public static func open(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
@@ -83,6 +128,39 @@ public final class TimeSession: Sendable {
         try apply(.run(at: rate))
     }
 
+    /// Sets how fast the clocks run: `2` twice as fast as real time, `0.5` half as fast.
+    public func setRate(_ factor: Double) throws(TimeControlError) {
+        try apply(.run(at: try TimeRate(factor)))
+    }
+
+    /// Stops the clocks with the wall clock at `date` (`freeze AT`).
+    public func freeze(at date: Date) throws(TimeControlError) {
+        try apply(.freeze(at: .absolute(nanosecondsSinceEpoch: try Self.nanoseconds(since1970: date))))
+    }
+
+    /// Moves the wall clock to `date` (`set AT`); monotonic clocks are untouched.
+    public func setWallClock(to date: Date) throws(TimeControlError) {
+        try apply(.setWallClock(.absolute(nanosecondsSinceEpoch: try Self.nanoseconds(since1970: date))))
+    }
+
+    /// Moves every clock forward until the monotonic clock reads `instant`;
+    /// nothing happens if it already does (time never goes back).
+    public func advance(to instant: SessionClock.Instant) throws(TimeControlError) {
+        var verb = tc_verb()
+        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
+        verb.vclock = Int32(TC_VCLOCK_MONOTONIC.rawValue)
+        verb.value = instant.nanoseconds
+        _ = try mapping.apply(verb, describedAs: "advance(to: \(instant))")
+    }
+
+    static func nanoseconds(since1970 date: Date) throws(TimeControlError) -> Int64 {
+        let nanoseconds = (date.timeIntervalSince1970 * 1e9).rounded()
+        guard nanoseconds.isFinite, nanoseconds >= Double(TC_INSTANT_MIN), nanoseconds <= Double(TC_INSTANT_MAX) else {
+            throw .invalidInput(FormatError(kind: "AT", value: "\(date)", reason: "outside the supported range \(TimeFormats.supportedRange)"))
+        }
+        return Int64(nanoseconds)
+    }
+
     /// Moves every clock forward by `duration` (`tick`). Negative durations are refused.
     public func advance(by duration: Duration) throws(TimeControlError) {
         try apply(.advance(nanoseconds: try Self.nonNegativeNanoseconds(duration)))
@@ -118,6 +196,57 @@ public final class TimeSession: Sendable {
 
     /// The session's virtual `CLOCK_MONOTONIC` now, in nanoseconds.
     public var monotonicNanoseconds: Int64 { mapping.read(TC_VCLOCK_MONOTONIC) }
+
+    /// The session's monotonic time now, as an instant of its ``clock``.
+    public var now: SessionClock.Instant { SessionClock.Instant(nanoseconds: monotonicNanoseconds) }
+
+    /// The session's wall clock now.
+    public var date: Date { Date(timeIntervalSince1970: Double(wallClockNanoseconds) / 1e9) }
+
+    /// A `Clock` on this session's timeline, for code in this process.
+    public var clock: SessionClock { SessionClock(session: self) }
+
+    // MARK: Processes
+
+    /// The variables that attach a process to this session: `LD_PRELOAD`
+    /// (the shim first, then this process's own preloads) and
+    /// `TIMECTL_SEGMENT`. Give them to any launcher (Foundation's `Process`,
+    /// swift-subprocess, a shell) to attach what it starts.
+    public func attachmentEnvironment() throws(TimeControlError) -> [String: String] {
+        let attachment = try Attachment(session: self)
+        var variables: [String: String] = [:]
+        for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD")) {
+            variables[name] = value
+        }
+        return variables
+    }
+
+    /// Starts `executable` (a path, or a name looked up in `PATH`) with
+    /// `arguments`, attached to this session, in a process group of its own,
+    /// its standard output and error captured.
+    ///
+    /// - Parameters:
+    ///   - environment: variables to set on top of this process's
+    ///     environment (the attachment variables always win).
+    ///   - workingDirectory: where it starts; this process's by default.
+    /// - Throws: ``TimeControlError/cannotControl(command:reason:)`` for a
+    ///   program a preload shim cannot control (static, Go, setuid), and
+    ///   ``TimeControlError/commandNotFound(_:)`` when there is no such program.
+    public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
+                      workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
+        let attachment = try Attachment(session: self)
+        var entries = ProcessEnvironment.entries.filter { entry in
+            !environment.keys.contains { entry.hasPrefix($0 + "=") }
+        }
+        entries += environment.map { "\($0.key)=\($0.value)" }
+        let childEnvironment = attachment.environmentEntries(inheriting: entries)
+        let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: childEnvironment))
+        try Spawn.checkControllable(resolved, as: executable)
+        let process = try ControlledProcess(session: self, executable: resolved, command: [executable] + arguments,
+                                            environment: childEnvironment, workingDirectory: workingDirectory)
+        spawnedGroups.withLock { $0.append(process.pid) }
+        return process
+    }
 
     /// The state of the session now.
     public func status() -> SessionStatus {
@@ -173,21 +302,11 @@ public final class TimeSession: Sendable {
     @discardableResult
     public func advanceToNextDeadline() throws(TimeControlError) -> PendingWait? {
         guard let next = pendingWaits().first(where: { $0.remainingNanoseconds > 0 }) else { return nil }
-        var verb = tc_verb()
-        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
-        verb.vclock = Self.vclock(named: next.clock)
-        verb.value = next.deadlineNanoseconds
-        _ = try mapping.apply(verb, describedAs: "tick --to-next")
+        try advance(toDeadlineOf: next)
         return next
     }
 
-    private static func vclock(named name: String) -> Int32 {
-        for clock in [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME, TC_VCLOCK_REALTIME, TC_VCLOCK_TAI]
-        where PendingWait.clockName(Int32(clock.rawValue)) == name {
-            return Int32(clock.rawValue)
-        }
-        return Int32(TC_VCLOCK_MONOTONIC.rawValue)
-    }
+    func spawnedProcessIDs() -> [Int32] { spawnedGroups.withLock { $0 } }
 
     private func segmentCounter(_ field: KeyPath<tc_segment, UInt64>) -> UInt64 {
         mapping.segment.pointee[keyPath: field]

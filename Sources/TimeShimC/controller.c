@@ -1,12 +1,15 @@
 /*
- * Compiled into TimeControlKit only, never into libTimeShim.so. A program
- * that links TimeControlKit (timectl, a Swift test harness) controls
- * sessions. If it is started with the shim preloaded — `timectl tick` run
- * from a script that `timectl run` started — the shim finds this ELF note
- * in the executable and stays out of the way. A note rather than a symbol:
- * SwiftPM does not export an executable's symbols dynamically, but every
- * linker loads SHT_NOTE sections into a PT_NOTE segment the shim can walk.
+ * Compiled into TimeControlKit only, never into libTimeShim.so.
+ *
+ * A program that links TimeControlKit (timectl, a Swift test harness)
+ * controls sessions. If it is started with the shim preloaded — `timectl
+ * tick` run from a script that `timectl run` started — the shim finds this
+ * ELF note in the executable and stays out of the way. A note rather than a
+ * symbol: SwiftPM does not export an executable's symbols dynamically, but
+ * every linker loads SHT_NOTE sections into a PT_NOTE segment the shim can walk.
  */
+#define _GNU_SOURCE
+#include "timectl_controller.h"
 #include "timectl_segment.h"
 
 __attribute__((section(".note.timectl.controller"), aligned(4), used))
@@ -15,3 +18,33 @@ static const struct {
     char name[8];
     unsigned int desc;
 } controller_note = {8, 4, TC_CONTROLLER_NOTE_TYPE, "timectl", 1};
+
+int tc_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const char *directory) {
+    return posix_spawn_file_actions_addchdir_np(actions, directory);
+}
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int tc_pidfd_open(int pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int tc_pipe_cloexec(int fds[2]) {
+    return pipe2(fds, O_CLOEXEC);
+}
+
+#include <limits.h>
+#include <linux/futex.h>
+
+uint32_t *tc_generation_word(struct tc_segment *segment) { return &segment->generation; }
+
+uint32_t *tc_wait_changes_word(struct tc_segment *segment) { return &segment->wait_changes; }
+
+uint32_t tc_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
+void tc_word_poke(uint32_t *word) {
+    __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}

@@ -429,6 +429,14 @@ int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_
 
 /* ---- the wait table ---- */
 
+/* Tells harnesses waiting for waits (tc_segment_wait_for_change) that the table changed.
+   Costs an atomic add, and a system call only while someone watches. */
+static void note_wait_change(struct tc_segment *segment) {
+    __atomic_fetch_add(&segment->wait_changes, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&segment->wait_watchers, __ATOMIC_ACQUIRE))
+        tc_raw_syscall(SYS_futex, &segment->wait_changes, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+}
+
 struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment) {
     return (struct tc_wait_slot *)((char *)segment + segment->header.wait_offset);
 }
@@ -451,6 +459,7 @@ int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind
         __atomic_store_n(&slots[i].deadline, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].owner, tc_wait_owner(pid, tid), __ATOMIC_RELEASE);
+        note_wait_change(segment);
         return (int)i;
     }
     return -1;
@@ -466,8 +475,9 @@ void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int6
 void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner) {
     if (slot < 0 || (uint32_t)slot >= segment->header.wait_capacity) return;
     uint64_t expected = owner;
-    __atomic_compare_exchange_n(&tc_segment_waits(segment)[slot].owner, &expected, 0, 0, __ATOMIC_RELEASE,
-                                __ATOMIC_RELAXED);
+    if (__atomic_compare_exchange_n(&tc_segment_waits(segment)[slot].owner, &expected, 0, 0, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED))
+        note_wait_change(segment);
 }
 
 int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out) {
@@ -481,4 +491,52 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
     return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock);
+}
+
+/* ---- waiting for the session to change ---- */
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+struct tc_futex_waitv {
+    uint64_t value;
+    uint64_t address;
+    uint32_t flags;
+    uint32_t reserved;
+};
+
+#define TC_FUTEX2_SIZE_U32 0x02
+#define TC_FUTEX2_PRIVATE 128
+
+int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *shared_word, uint32_t shared_value,
+                               const uint32_t *local_word, uint32_t local_value, int64_t timeout_ns) {
+    static int no_waitv;
+    const int64_t year = 365LL * 86400 * TC_NS_PER_SECOND;
+    int64_t wait_ns = timeout_ns < 0 || timeout_ns > year ? year : timeout_ns;
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + wait_ns);
+    (void)segment;
+    if (local_word && !__atomic_load_n(&no_waitv, __ATOMIC_RELAXED)) {
+        struct tc_futex_waitv waiters[2] = {
+            {shared_value, (uint64_t)(uintptr_t)shared_word, TC_FUTEX2_SIZE_U32, 0},
+            {local_value, (uint64_t)(uintptr_t)local_word, TC_FUTEX2_SIZE_U32 | TC_FUTEX2_PRIVATE, 0},
+        };
+        long result = tc_raw_syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
+        if (result != -ENOSYS) return result == -ETIMEDOUT ? ETIMEDOUT : 0;
+        __atomic_store_n(&no_waitv, 1, __ATOMIC_RELAXED);
+    }
+    if (local_word) {
+        /* Without futex_waitv a change of the local word is noticed within 20 ms. */
+        struct timespec soon = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + 20 * 1000 * 1000);
+        if (soon.tv_sec < deadline.tv_sec || (soon.tv_sec == deadline.tv_sec && soon.tv_nsec < deadline.tv_nsec))
+            deadline = soon;
+        if (__atomic_load_n(local_word, __ATOMIC_ACQUIRE) != local_value) return 0;
+    }
+    long result = tc_raw_syscall(SYS_futex, shared_word, FUTEX_WAIT_BITSET, shared_value, &deadline, 0,
+                                 TC_WAKE_HELPERS);
+    return result == -ETIMEDOUT ? ETIMEDOUT : 0;
+}
+
+void tc_segment_watch_waits(struct tc_segment *segment, int watching) {
+    __atomic_fetch_add(&segment->wait_watchers, watching ? 1u : (uint32_t)-1, __ATOMIC_ACQ_REL);
 }

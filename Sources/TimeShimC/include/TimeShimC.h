@@ -1,4 +1,5 @@
 /* The module TimeControlKit imports: the segment, its arithmetic, real clocks. */
+#include "timectl_controller.h"
 #include "timectl_realclock.h"
 #include "timectl_segment.h"
 #include "timectl_segment_io.h"

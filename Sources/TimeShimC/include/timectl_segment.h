@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 2u
+#define TC_SEGMENT_VERSION 3u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 
 /* ELF note (name "timectl") that marks a controller executable; see controller.c. */
@@ -137,9 +137,12 @@ struct tc_segment {
     struct tc_timeline timeline;       /* cache lines 4 and 5 */
     /* Bumped by every verb that changes the timeline; waiters FUTEX_WAIT on it. */
     uint32_t generation;               /* cache line 6 */
-    uint32_t reserved0;
+    /* Bumped whenever a wait-table slot is claimed or freed; woken (FUTEX_WAKE)
+       only while wait_watchers > 0, i.e. while a harness waits for waits. */
+    uint32_t wait_changes;
     uint64_t verbs_applied;            /* count of committed verbs, for status */
-    uint8_t generation_padding[48];
+    uint32_t wait_watchers;
+    uint8_t generation_padding[44];
     /* Robust, process-shared: a writer that dies holding it is recovered. */
     pthread_mutex_t writer_lock;       /* cache line 7 */
     uint8_t lock_padding[64 - sizeof(pthread_mutex_t)];

@@ -99,6 +99,20 @@ void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner);
 /* Copies a slot in use into `out`; 0 if the slot is free or changed meanwhile. */
 int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out);
 
+/*
+ * Blocks until `*shared_word` (a word of the segment: `generation` or
+ * `wait_changes`) leaves `shared_value`, `*local_word` (process-private,
+ * may be NULL) leaves `local_value`, or `timeout_ns` real ns pass (< 0:
+ * a year). Returns 0, or ETIMEDOUT. Uses futex_waitv (Linux 5.16) to wait
+ * on both words at once; without it, a change of the local word is noticed
+ * within 20 ms.
+ */
+int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *shared_word, uint32_t shared_value,
+                               const uint32_t *local_word, uint32_t local_value, int64_t timeout_ns);
+
+/* Counts a watcher of `wait_changes` in (1) or out (0), so claims and releases wake it. */
+void tc_segment_watch_waits(struct tc_segment *segment, int watching);
+
 #ifdef __cplusplus
 }
 #endif

@@ -290,43 +290,9 @@ static int poke_waiters(struct tc_segment *segment, int fd_waiters_too) {
 static int helper_started;
 static uint32_t helper_pokes;
 
-#ifndef SYS_futex_waitv
-#define SYS_futex_waitv 449
-#endif
-
-struct futex_wait_entry {
-    uint64_t value;
-    uint64_t address;
-    uint32_t flags;
-    uint32_t reserved;
-};
-
-#define FUTEX2_SIZE_U32_FLAG 0x02
-#define FUTEX2_PRIVATE_FLAG 128
-
-/*
- * Blocks until the session's generation leaves `generation`, the process's
- * pokes leave `pokes`, or `real_ns` pass. futex_waitv (Linux 5.16) waits on
- * both words at once; without it, the helper waits on the generation and
- * notices pokes within 20 ms.
- */
+/* Blocks until a verb, a poke from this process, or `real_ns`. */
 static void helper_block(struct tc_segment *segment, uint32_t generation, uint32_t pokes, int64_t real_ns) {
-    static int no_waitv;
-    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + bounded(real_ns));
-    if (!no_waitv) {
-        struct futex_wait_entry waiters[2] = {
-            {generation, (uint64_t)(uintptr_t)&segment->generation, FUTEX2_SIZE_U32_FLAG, 0},
-            {pokes, (uint64_t)(uintptr_t)&helper_pokes, FUTEX2_SIZE_U32_FLAG | FUTEX2_PRIVATE_FLAG, 0},
-        };
-        long result = tc_raw_syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
-        if (result != -ENOSYS) return;
-        no_waitv = 1;
-    }
-    int64_t slice = 20 * 1000 * 1000;
-    struct timespec bounded = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + slice);
-    if (bounded.tv_sec > deadline.tv_sec || (bounded.tv_sec == deadline.tv_sec && bounded.tv_nsec > deadline.tv_nsec))
-        bounded = deadline;
-    tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAIT_BITSET, generation, &bounded, 0, TC_WAKE_HELPERS);
+    tc_segment_wait_for_change(segment, &segment->generation, generation, &helper_pokes, pokes, real_ns);
 }
 
 static void *helper_main(void *argument) {

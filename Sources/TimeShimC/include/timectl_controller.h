@@ -1,0 +1,27 @@
+/* What Swift needs from libc that its Glibc module does not show (controllers only). */
+#ifndef TIMECTL_CONTROLLER_H
+#define TIMECTL_CONTROLLER_H
+
+#include <spawn.h>
+#include <stdint.h>
+
+struct tc_segment;
+
+/* posix_spawn_file_actions_addchdir_np (glibc 2.29), a GNU extension. */
+int tc_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const char *directory);
+
+/* pidfd_open(2) (Linux 5.3): a descriptor that turns readable when `pid` exits; −1 with errno. */
+int tc_pidfd_open(int pid);
+
+/* pipe2(fds, O_CLOEXEC). */
+int tc_pipe_cloexec(int fds[2]);
+
+/* The segment's futex words, by address (for tc_segment_wait_for_change). */
+uint32_t *tc_generation_word(struct tc_segment *segment);
+uint32_t *tc_wait_changes_word(struct tc_segment *segment);
+
+/* An acquire load of a futex word; an increment of a process-private one that wakes its waiters. */
+uint32_t tc_word_load(const uint32_t *word);
+void tc_word_poke(uint32_t *word);
+
+#endif
