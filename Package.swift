@@ -17,6 +17,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        // Documentation only: `swift package generate-documentation` (scripts/docs.sh).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .target(
@@ -43,6 +45,12 @@ let package = Package(
         .executableTarget(
             name: "timectl-swift-probe",
             path: "Tests/Fixtures/SwiftProbe"
+        ),
+        // Examples/README.md: `scripts/build.sh && swift run timectl-example`.
+        .executableTarget(
+            name: "timectl-example",
+            dependencies: ["TimeControlKit"],
+            path: "Examples/GettingStarted"
         ),
         // The driving side of scripts/bench-wake.
         .executableTarget(

@@ -6,9 +6,12 @@ import Glibc
 /// refuses programs a preload shim cannot control, passes signals on, and
 /// reports the child's exit status (128+N when killed by signal N).
 public struct AttachedCommand: Sendable {
+    /// The command and its arguments; the command is looked up in `PATH`.
     public let arguments: [String]
+    /// The session it attaches to, and the shim it uses.
     public let attachment: Attachment
 
+    /// A command to run attached.
     public init(arguments: [String], attachment: Attachment) {
         self.arguments = arguments
         self.attachment = attachment

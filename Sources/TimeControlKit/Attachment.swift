@@ -11,6 +11,7 @@ public struct Attachment: Sendable, Hashable {
     /// Absolute path of the session segment.
     public let segmentPath: String
 
+    /// An attachment with an explicit shim and segment.
     public init(shimPath: String, segmentPath: String) {
         self.shimPath = shimPath
         self.segmentPath = segmentPath

@@ -19,6 +19,7 @@ public enum Termination: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// "exited with N" or "killed by signal N".
     public var description: String {
         switch self {
         case .exited(let code): return "exited with \(code)"
@@ -104,6 +105,7 @@ public final class ControlledProcess: Sendable {
     /// How it ended, or nil while it runs.
     public var termination: Termination? { state.withLock { $0.termination } }
 
+    /// Whether the process has not ended yet.
     public var isRunning: Bool { termination == nil }
 
     // MARK: Signals

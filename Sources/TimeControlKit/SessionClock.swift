@@ -30,20 +30,25 @@ public struct SessionClock: Clock {
         /// Virtual `CLOCK_MONOTONIC` nanoseconds.
         public var nanoseconds: Int64
 
+        /// The instant at `nanoseconds` of virtual `CLOCK_MONOTONIC`.
         public init(nanoseconds: Int64) {
             self.nanoseconds = nanoseconds
         }
 
+        /// The instant `duration` later (saturating).
         public func advanced(by duration: Duration) -> Instant {
             Instant(nanoseconds: nanoseconds.addingSaturating(Self.nanoseconds(of: duration)))
         }
 
+        /// The time from this instant to `other`.
         public func duration(to other: Instant) -> Duration {
             .nanoseconds(other.nanoseconds - nanoseconds)
         }
 
+        /// Whether `lhs` comes before `rhs`.
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
 
+        /// The instant, as the virtual monotonic time it stands for.
         public var description: String { "SessionClock.Instant(\(TimeFormats.formatDuration(nanoseconds)))" }
 
         static func nanoseconds(of duration: Duration) -> Int64 {
@@ -57,12 +62,15 @@ public struct SessionClock: Clock {
     /// The session whose timeline this clock reads.
     public let session: TimeSession
 
+    /// The clock of `session` (the same as `session.clock`).
     public init(session: TimeSession) {
         self.session = session
     }
 
+    /// The session's virtual monotonic time now.
     public var now: Instant { Instant(nanoseconds: session.monotonicNanoseconds) }
 
+    /// One nanosecond: the session's resolution.
     public var minimumResolution: Duration { .nanoseconds(1) }
 
     /// Suspends until the session's time reaches `deadline`. Throws

@@ -11,8 +11,10 @@ import TimeShimC
 /// `/dev/shm/timectl-UID`. It is created with mode 0700 and refused if it is
 /// a symbolic link, belongs to someone else or is open to other users.
 public struct SessionDirectory: Sendable, Hashable {
+    /// The directory's path.
     public let path: String
 
+    /// A session directory at `path` (it is created, mode 0700, when a session is).
     public init(path: String) {
         self.path = path
     }

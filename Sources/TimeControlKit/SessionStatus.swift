@@ -5,16 +5,19 @@ import TimeShimC
 
 /// A session's state at one instant, as `timectl status` shows it.
 public struct SessionStatus: Sendable, Codable, Hashable {
+    /// The session's name.
     public var session: String
     /// Path of the segment file.
     public var segment: String
     /// Virtual wall clock, ISO 8601 UTC.
     public var wallClock: String
+    /// Virtual wall clock, in nanoseconds since the epoch.
     public var wallClockNanoseconds: Int64
     /// Virtual `CLOCK_MONOTONIC`.
     public var monotonicNanoseconds: Int64
     /// Virtual time elapsed since the session was created (E in SPEC §2).
     public var elapsedNanoseconds: Int64
+    /// Whether the clocks stand still.
     public var frozen: Bool
     /// 0 when frozen.
     public var rate: Double
@@ -24,6 +27,7 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     public var createdAt: String
     /// Number of verbs applied since creation.
     public var verbsApplied: UInt64
+    /// The processes attached to the session that still run.
     public var processes: [AttachedProcess]
     /// Pending waits and armed timers, earliest first.
     public var waits: [PendingWait]
@@ -32,9 +36,11 @@ public struct SessionStatus: Sendable, Codable, Hashable {
 /// A wait with a virtual deadline — a sleeping thread, a timed poll, an
 /// armed timer — as the session's wait table lists it.
 public struct PendingWait: Sendable, Codable, Hashable {
+    /// The process that waits.
     public var pid: Int32
     /// The waiting thread; 0 for a timer, which belongs to the process.
     public var thread: Int32
+    /// The process name (`/proc/PID/comm`).
     public var command: String
     /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer` or `alarm`.
     public var kind: String
@@ -84,6 +90,7 @@ public struct PendingWait: Sendable, Codable, Hashable {
 
 /// A running process attached to a session.
 public struct AttachedProcess: Sendable, Codable, Hashable {
+    /// Its process id.
     public var pid: Int32
     /// The process name (`/proc/PID/comm`).
     public var command: String

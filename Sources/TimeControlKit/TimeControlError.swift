@@ -43,6 +43,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     /// There was no pending wait to advance to.
     case nothingPending(session: String)
 
+    /// One line that says what was wrong and, for bad input, what is accepted.
     public var description: String {
         switch self {
         case .invalidInput(let error):

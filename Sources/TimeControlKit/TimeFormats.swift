@@ -30,15 +30,20 @@ public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What is wrong and what is accepted, e.g. "expected a number of seconds …".
     public let reason: String
 
+    /// An error about `value`, a `kind`, with the `reason` it was refused.
     public init(kind: String, value: String, reason: String) {
         self.kind = kind
         self.value = value
         self.reason = reason
     }
 
+    /// "invalid KIND 'VALUE': REASON".
     public var description: String { "invalid \(kind) '\(value)': \(reason)" }
 }
 
+/// Parsing and printing the formats of SPEC §2: DURATION, AT (as a
+/// ``WallClockTarget``) and RATE. Every parser throws a ``FormatError``
+/// whose description names what was given and what is accepted.
 public enum TimeFormats {
     static let durationHelp = "a number of seconds (3, 1.5) or numbers with units ns, us, ms, s, m, h, d (1h30m, 250ms)"
     static let instantHelp = "an ISO 8601 date or time (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00), @SECONDS since the epoch, or +DURATION/-DURATION from the current virtual time"

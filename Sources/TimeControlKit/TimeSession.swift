@@ -226,6 +226,8 @@ public final class TimeSession: Sendable {
     /// its standard output and error captured.
     ///
     /// - Parameters:
+    ///   - executable: a path, or a program name looked up in `PATH`.
+    ///   - arguments: its arguments (not including its name).
     ///   - environment: variables to set on top of this process's
     ///     environment (the attachment variables always win).
     ///   - workingDirectory: where it starts; this process's by default.

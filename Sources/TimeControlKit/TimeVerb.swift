@@ -6,6 +6,7 @@ public struct TimeRate: Sendable, Hashable, CustomStringConvertible {
     /// The factor × 2^32.
     public let fixedPoint: UInt64
 
+    /// Rate 1: virtual time runs as fast as real time.
     public static let realTime = TimeRate(unchecked: TC_RATE_ONE)
 
     init(unchecked fixedPoint: UInt64) {
@@ -29,7 +30,9 @@ public struct TimeRate: Sendable, Hashable, CustomStringConvertible {
         try self.init(parsing: String(factor))
     }
 
+    /// The rate as a factor (2 is twice as fast as real time).
     public var factor: Double { TimeFormats.rateFactor(fixedPoint) }
+    /// The rate as `timectl` prints it: `2`, `0.5`.
     public var description: String { TimeFormats.formatRate(fixedPoint) }
 }
 

@@ -3,7 +3,7 @@ import Glibc
 #endif
 import TimeShimC
 
-/// What ``TimeSession/run(until:within:maxSteps:realTimeLimit:)`` did.
+/// What ``TimeSession/run(until:within:maxSteps:realTimeLimit:description:)`` did.
 public struct RunResult: Sendable, Hashable {
     /// How many times it advanced to a next deadline.
     public var steps: Int
@@ -28,8 +28,11 @@ extension TimeSession {
     /// It blocks on the segment's wait-table futex, so it returns the moment
     /// the wait is registered, without polling.
     ///
-    /// - Parameter realTimeLimit: the harness's own guard against a hang,
-    ///   in real time; past it ``TimeControlError/realTimeLimitExceeded(waitingFor:limit:)`` is thrown.
+    /// - Parameters:
+    ///   - count: how many matching waits to wait for.
+    ///   - predicate: which waits count (all, by default).
+    ///   - realTimeLimit: the harness's own guard against a hang, in real
+    ///     time; past it ``TimeControlError/realTimeLimitExceeded(waitingFor:limit:)`` is thrown.
     @discardableResult
     public func waitForPendingWaits(count: Int = 1, where predicate: @escaping @Sendable (PendingWait) -> Bool = { _ in true },
                                     realTimeLimit: Duration = .seconds(30)) async throws -> [PendingWait] {
@@ -95,7 +98,8 @@ extension TimeSession {
     /// ```
     ///
     /// - Parameters:
-    ///   - within: the virtual time the condition may take.
+    ///   - condition: checked after every step; `run` returns when it holds.
+    ///   - limit: the virtual time the condition may take.
     ///   - maxSteps: the loop guard: a process that keeps re-arming a timer
     ///     (a retry loop, a 0 s timer) would otherwise make this advance for
     ///     ever; past it ``TimeControlError/stepLimitExceeded(condition:steps:busiest:)``

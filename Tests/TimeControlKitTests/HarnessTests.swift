@@ -205,6 +205,16 @@ struct HarnessTests {
         #expect(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "1451649600\n")
     }
 
+    @Test("the example in Examples/ runs and says what its README says")
+    func example() throws {
+        try Build.requireShim()
+        let result = try runProgram(Build.binDirectory + "/timectl-example", [], environment: ProcessInfo.processInfo.environment)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("in-process: woke after 10.0 seconds of virtual time"))
+        #expect(result.stdout.contains("worker: woke at 2016-01-01T12:00:30+00:00"))
+        #expect(result.stdout.contains("counted to 3 in 3 steps, 180.0 seconds of virtual time"))
+    }
+
     @Test("spawn refuses what it cannot control and what does not exist")
     func spawnRefusals() throws {
         let session = try TimeSession.temporary()
