@@ -57,8 +57,7 @@ public final class TimeSession: Sendable {
                                  in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
         let serial = temporarySerial.add(1, ordering: .relaxed).newValue
         let name = "tmp-\(getpid())-\(serial)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
-        let created = try openOrCreate(named: name, in: directory, mustCreate: true)
-        let session = TimeSession(name: created.name, directory: directory, mapping: created.mapping, isTemporary: true)
+        let session = try openOrCreate(named: name, in: directory, mustCreate: true, isTemporary: true)
         if let date { try session.freeze(at: date) }
         return session
     }
@@ -87,14 +86,15 @@ public final class TimeSession: Sendable {
         try openOrCreate(named: name, in: directory, mustCreate: true)
     }
 
-    private static func openOrCreate(named name: String, in directory: SessionDirectory, mustCreate: Bool) throws(TimeControlError) -> TimeSession {
+    private static func openOrCreate(named name: String, in directory: SessionDirectory, mustCreate: Bool,
+                                     isTemporary: Bool = false) throws(TimeControlError) -> TimeSession {
         try SessionDirectory.validate(name: name)
         let path = directory.segmentPath(for: name)
         let fileName = SessionDirectory.fileName(for: name)
         guard let descriptor = try directory.open(create: true) else { throw .sessionNotFound(name: name, path: path) }
         defer { try? descriptor.close() }
         if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path) {
-            return TimeSession(name: name, directory: directory, mapping: created)
+            return TimeSession(name: name, directory: directory, mapping: created, isTemporary: isTemporary)
         }
         if mustCreate {
             throw .untrustedSegment(path: path, problem: "already exists (session '\(name)' is there)")

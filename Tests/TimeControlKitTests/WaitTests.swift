@@ -125,6 +125,9 @@ struct WaitTests {
     func cWaitsTimeOut(arguments: [String], kind: String, outcome: String) throws {
         let (sandbox, session) = try frozenSession("c")
         let run = try AttachedRun(sandbox, session: "c", [try CFixture.path("wait_probe")] + arguments)
+        // Timers register when armed, before the probe reads back what is left and
+        // starts measuring at "ready"; a tick in between would shorten what it sees.
+        #expect(run.line(startingWith: "ready") != nil)
         sandbox.waitForWaits(session) { $0.contains { $0.kind == kind } }
         try session.advance(by: .seconds(4))
         expectStillWaiting(run, sandbox, session, kind: kind, remaining: Self.second)
@@ -149,6 +152,7 @@ struct WaitTests {
     func periodicTimerfd() throws {
         let (sandbox, session) = try frozenSession("timerfd")
         let run = try AttachedRun(sandbox, session: "timerfd", [try CFixture.path("wait_probe"), "timerfd-periodic", "250", "40"])
+        #expect(run.line(startingWith: "ready") != nil)  // armed before "ready": see cWaitsTimeOut
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" } }
         try session.advance(by: .seconds(10))
         #expect(run.line(startingWith: "expirations=") == "expirations=40 elapsed=\(10 * Self.second)")
