@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TimeShimC
 
 /// Runs a command attached to a session, the way `timectl run` does:
 /// refuses programs a preload shim cannot control, passes signals on, and
@@ -24,6 +25,54 @@ public struct AttachedCommand: Sendable {
 
     /// Starts the command, waits for it, and returns the status to exit with.
     public func run(environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> Int32 {
+        try runChild(environment: environment, reapAdopted: false)
+    }
+
+    /// Runs the command the way `timectl run --auto-advance` does: a
+    /// scheduler (``AutoAdvance``) advances `session` whenever the command's
+    /// whole process tree — this process becomes its subreaper, so daemonised
+    /// descendants stay in view — and every other process attached to the
+    /// session are blocked, and one of them waits on virtual time.
+    ///
+    /// Returns the status to exit with and what the scheduler did. If a
+    /// loop guard stops the scheduler, the command's processes are
+    /// terminated (SIGTERM, then SIGKILL after 2 s) and the guard's error is
+    /// thrown once the command has exited.
+    public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil,
+                                 environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
+        _ = tc_become_subreaper()
+        let attached = AttachedPIDs(session: session)
+        let ownPID = getpid()
+        // Frozen before the command starts, so that it never reads a running clock.
+        let autoAdvance = try AutoAdvance(session: session, roots: { [ownPID] + attached.current() }, keepRate: keepRate,
+                                          maxSteps: maxSteps, onFailure: { _, processes in Self.terminate(processes) })
+        let status: Int32
+        do {
+            status = try runChild(environment: environment, reapAdopted: true)
+        } catch {
+            autoAdvance.stop()
+            throw error
+        }
+        let report = autoAdvance.stop()
+        if let failure = autoAdvance.failure { throw failure }
+        return (status, report)
+    }
+
+    /// SIGTERM, then SIGKILL to whatever is left 2 s later.
+    static func terminate(_ processes: [Int32]) {
+        for pid in processes { kill(pid, SIGTERM) }
+        let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
+        while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { kill($0, 0) == 0 }) {
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+        }
+        for pid in processes { kill(pid, SIGKILL) }
+    }
+
+    /// Starts the child with the forwarded signals blocked and waits for it,
+    /// passing signals on. With `reapAdopted`, orphaned descendants
+    /// re-parented here are reaped as they exit.
+    private func runChild(environment: [String], reapAdopted: Bool) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let childEnvironment = attachment.environmentEntries(inheriting: environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: childEnvironment))
@@ -42,8 +91,11 @@ public struct AttachedCommand: Sendable {
             let signal = sigwaitinfo(&waited, &info)
             if signal < 0 { continue }  // EINTR
             if signal == SIGCHLD {
+                // One loop for the child and adopted orphans alike, so the child's status is never reaped away.
                 var status: Int32 = 0
-                if waitpid(child, &status, WNOHANG) == child { return Spawn.exitStatus(status) }
+                while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
+                    if reaped == child { return Spawn.exitStatus(status) }
+                }
                 continue
             }
             if info.si_code != SI_KERNEL { kill(child, signal) }

@@ -239,6 +239,8 @@ public final class ControlledProcess: Sendable {
 }
 
 /// Runs `body` on a new thread of its own (the harness blocks in system calls there, never in the cooperative pool).
+/// The thread starts with every signal blocked: a signal meant for the process (`timectl run`'s SIGCHLD, one
+/// to pass on to the command) must reach the thread that waits for it, never be taken by a helper.
 func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Box {
         let body: @Sendable () -> Void
@@ -249,11 +251,15 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    var all = sigset_t(), saved = sigset_t()
+    sigfillset(&all)
+    pthread_sigmask(SIG_SETMASK, &all, &saved)
     let result = pthread_create(&thread, &attributes, { argument in
         let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
         box.body()
         return nil
     }, box)
+    pthread_sigmask(SIG_SETMASK, &saved, nil)
     pthread_attr_destroy(&attributes)
     if result != 0 {
         Unmanaged<Box>.fromOpaque(box).release()

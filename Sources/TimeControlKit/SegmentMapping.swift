@@ -101,14 +101,12 @@ final class SegmentMapping: @unchecked Sendable {
         tc_wait_release(segment, Int32(slot), owner)
     }
 
-    /// The process-table entries in use, as (pid, registration time on CLOCK_BOOTTIME).
-    func registeredProcesses() -> [(pid: Int32, registered: Int64)] {
-        var entries: [(pid: Int32, registered: Int64)] = []
-        for slot in 0..<segment.pointee.header.proc_capacity {
-            var registered: Int64 = 0
-            let pid = tc_proc_slot_pid(segment, slot, &registered)
-            if pid > 0 { entries.append((pid, registered)) }
-        }
-        return entries
+    /// The process-table entries in use: pid, registration time on
+    /// CLOCK_BOOTTIME, and how many waits it began that were already due.
+    func registeredProcesses() -> [(pid: Int32, registered: Int64, immediateWaits: UInt32)] {
+        let capacity = Int(segment.pointee.header.proc_capacity)
+        return [tc_proc_slot](unsafeUninitializedCapacity: capacity) { buffer, count in
+            count = Int(tc_proc_collect(segment, buffer.baseAddress, UInt32(capacity)))
+        }.map { ($0.pid, $0.registered, $0.immediate_waits) }
     }
 }

@@ -31,6 +31,18 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     public var processes: [AttachedProcess]
     /// Pending waits and armed timers, earliest first.
     public var waits: [PendingWait]
+    /// The auto-advance scheduler that owns the session, if one runs.
+    public var scheduler: SchedulerStatus?
+}
+
+/// The auto-advance scheduler of a session (`timectl run --auto-advance`, `timectl daemon`).
+public struct SchedulerStatus: Sendable, Codable, Hashable {
+    /// Its process id.
+    public var pid: Int32
+    /// Its process name.
+    public var command: String
+    /// The steps it has taken since it started.
+    public var steps: UInt64
 }
 
 /// A wait with a virtual deadline — a sleeping thread, a timed poll, an

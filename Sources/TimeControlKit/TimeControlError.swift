@@ -37,9 +37,16 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case realTimeLimitExceeded(waitingFor: String, limit: Duration)
     /// A condition did not hold within its limit of virtual time.
     case virtualTimeLimitExceeded(condition: String, limit: Duration, steps: Int)
-    /// Advancing to the next deadline, step after step, did not end within
-    /// the step limit; `busiest` names the wait that kept coming back.
-    case stepLimitExceeded(condition: String, steps: Int, busiest: String)
+    /// Advancing to the next deadline, step after step, did not reach
+    /// `goal` within the step limit; `busiest` names the wait that kept
+    /// coming back.
+    case stepLimitExceeded(goal: String, steps: Int, busiest: String)
+    /// A process began wait after wait that was already due — a 0 s timer
+    /// re-armed in a loop — while virtual time stood still and nothing else
+    /// ran: no step can ever end that (see the loop guard in the docs).
+    case livelock(pid: Int32, command: String, immediateWaits: Int)
+    /// Another auto-advance scheduler already owns the session.
+    case schedulerRunning(session: String, pid: Int32)
     /// There was no pending wait to advance to.
     case nothingPending(session: String)
 
@@ -78,8 +85,12 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "gave up waiting for \(what) after \(limit) of real time (the harness's guard against a hang)"
         case .virtualTimeLimitExceeded(let condition, let limit, let steps):
             return "\(condition) did not hold within \(limit) of virtual time (\(steps) steps)"
-        case .stepLimitExceeded(let condition, let steps, let busiest):
-            return "\(condition) did not hold after \(steps) steps to the next deadline; the wait that kept coming back: \(busiest)"
+        case .stepLimitExceeded(let goal, let steps, let busiest):
+            return "gave up after \(steps) steps to the next deadline (the step limit) without \(goal); the wait that kept coming back: \(busiest)"
+        case .livelock(let pid, let command, let count):
+            return "pid \(pid) (\(command)) began \(count) waits that were already due while virtual time stood still and nothing else ran (a 0 s timer re-armed in a loop?); no step can end that, so the loop guard stopped it"
+        case .schedulerRunning(let session, let pid):
+            return "session '\(session)' already has an auto-advance scheduler (pid \(pid)); stop it first ('timectl daemon --stop --session \(session)')"
         case .nothingPending(let session):
             return "session '\(session)' has no pending wait with a deadline ahead; nothing to advance to"
         }

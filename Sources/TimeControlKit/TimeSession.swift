@@ -271,7 +271,10 @@ public final class TimeSession: Sendable {
             createdAt: TimeFormats.formatInstant(header.created_realtime),
             verbsApplied: segmentCounter(\.verbs_applied),
             processes: attachedProcesses(),
-            waits: pendingWaits()
+            waits: pendingWaits(),
+            scheduler: schedulerProcess.map { process in
+                SchedulerStatus(pid: process.pid, command: process.command, steps: segmentCounter(\.scheduler_steps))
+            }
         )
     }
 
@@ -309,6 +312,13 @@ public final class TimeSession: Sendable {
     }
 
     func spawnedProcessIDs() -> [Int32] { spawnedGroups.withLock { $0 } }
+
+    /// Per attached pid, how many waits it began that were already due (the loop guard's evidence).
+    func immediateWaitCounts() -> [Int32: UInt32] {
+        var counts: [Int32: UInt32] = [:]
+        for row in mapping.registeredProcesses() { counts[row.pid, default: 0] &+= row.immediateWaits }
+        return counts
+    }
 
     private func segmentCounter(_ field: KeyPath<tc_segment, UInt64>) -> UInt64 {
         mapping.segment.pointee[keyPath: field]

@@ -58,25 +58,71 @@ extension TimeSession {
 
     /// Suspends until the session's processes have settled: every wait a
     /// verb made due has returned, and every thread of every attached (or
-    /// spawned) process is blocked again — decided from the kernel's state
-    /// of those threads (see `Quiescence`), not from a real-time guess.
+    /// spawned) process, and of their descendants, is blocked again —
+    /// decided from the kernel's state of those threads, not from a
+    /// real-time guess (see <doc:AutoAdvance>).
     public func settle(realTimeLimit: Duration = .seconds(30)) async throws {
-        try await onOwnThread { [self] in
-            let word = tc_wait_changes_word(mapping.segment)
-            tc_segment_watch_waits(mapping.segment, 1)
-            defer { tc_segment_watch_waits(mapping.segment, 0) }
-            let deadline = tc_real_ns(CLOCK_MONOTONIC) + SessionClock.Instant.nanoseconds(of: realTimeLimit)
-            while true {
-                let changes = tc_word_load(word)
-                let dueWaits = pendingWaits().filter { $0.remainingNanoseconds == 0 }
-                if dueWaits.isEmpty && Quiescence.settled(processesToWatch()) { return }
-                let left = deadline - tc_real_ns(CLOCK_MONOTONIC)
-                if left <= 0 {
-                    throw TimeControlError.realTimeLimitExceeded(waitingFor: "the processes of session '\(name)' to settle", limit: realTimeLimit)
-                }
-                _ = tc_segment_wait_for_change(mapping.segment, word, changes, nil, 0, min(left, 1_000_000))
-            }
+        let scheduler = harnessScheduler()
+        try await onOwnThread {
+            var loopGuard = LoopGuard(session: scheduler.session)
+            _ = try scheduler.settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
         }
+    }
+
+    /// Advances by `duration` through every pending deadline in between, in
+    /// order, letting the woken processes settle before the next step and
+    /// after the last — `timectl tick DURATION --step`. A process that sleeps
+    /// 3 s and then reads the clock sees +3 s, where ``advance(by:)`` would
+    /// show it the whole `duration` at once.
+    ///
+    /// ```swift
+    /// let worker = try session.spawn("sh", ["-c", "sleep 3; date +%s; sleep 3; date +%s"])
+    /// try await session.waitForPendingWaits(count: 1)
+    /// try await session.stepForward(by: .seconds(10))   // date prints +3 s, then +6 s
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxSteps: the loop guard: a process that re-arms a timer for ever
+    ///     would otherwise make this step for ever; past it
+    ///     ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)`` is thrown.
+    ///   - realTimeLimit: the harness's own guard, in real time, for each settle.
+    @discardableResult
+    public func stepForward(by duration: Duration, maxSteps: Int = 1000,
+                            realTimeLimit: Duration = .seconds(30)) async throws -> RunResult {
+        let nanoseconds = try Self.nonNegativeNanoseconds(duration)
+        return try await onOwnThread { [self] in
+            try stepForwardBlocking(by: nanoseconds, maxSteps: maxSteps, realTimeLimit: realTimeLimit)
+        }
+    }
+
+    /// ``stepForward(by:maxSteps:realTimeLimit:)`` for synchronous callers (`timectl tick --step`): blocks the calling thread.
+    @_spi(CommandLine)
+    public func stepForwardBlocking(by nanoseconds: Int64, maxSteps: Int, realTimeLimit: Duration) throws(TimeControlError) -> RunResult {
+        let target = monotonicNanoseconds.addingSaturating(max(0, nanoseconds))
+        return try harnessScheduler().step(to: target, maxSteps: maxSteps, realTimeLimit: realTimeLimit)
+    }
+
+    /// Advances from deadline to deadline, letting the processes settle
+    /// after each step, until no wait is pending — `timectl run-pending`,
+    /// and swift-clocks' `TestClock.run()` for whole processes.
+    ///
+    /// - Parameters:
+    ///   - maxSteps: the loop guard (sinon's `loopLimit`): a periodic timer
+    ///     or a retry loop never runs out of waits; past it
+    ///     ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)`` is
+    ///     thrown, naming the wait that kept coming back.
+    ///   - realTimeLimit: the harness's own guard, in real time, for each settle.
+    @discardableResult
+    public func runUntilIdle(maxSteps: Int = 1000, realTimeLimit: Duration = .seconds(30)) async throws -> RunResult {
+        try await onOwnThread { [self] in
+            try runUntilIdleBlocking(maxSteps: maxSteps, realTimeLimit: realTimeLimit)
+        }
+    }
+
+    /// ``runUntilIdle(maxSteps:realTimeLimit:)`` for synchronous callers (`timectl run-pending`): blocks the calling thread.
+    @_spi(CommandLine)
+    public func runUntilIdleBlocking(maxSteps: Int, realTimeLimit: Duration) throws(TimeControlError) -> RunResult {
+        try harnessScheduler().runUntilIdle(maxSteps: maxSteps, realTimeLimit: realTimeLimit)
     }
 
     /// Runs the session forward until `condition` holds: after the
@@ -88,9 +134,10 @@ extension TimeSession {
     /// Time only ever moves to a pending deadline. When nothing is pending,
     /// it waits — in real time, bounded by `realTimeLimit` — for a process to
     /// start a wait or for the condition to hold, re-checking the condition
-    /// as it goes. Only when every pending deadline lies beyond the limit, or
-    /// no process is left that could start a wait, does time jump to the
-    /// limit for a last check.
+    /// as it goes. With no process left to watch, only code in this process
+    /// (on ``clock``) can start one, and it is given 200 ms of real time to
+    /// do so. Only when every pending deadline lies beyond the limit, or
+    /// nothing starts a wait, does time jump to the limit for a last check.
     ///
     /// ```swift
     /// let worker = try session.spawn("python3", ["worker.py"])
@@ -102,7 +149,7 @@ extension TimeSession {
     ///   - limit: the virtual time the condition may take.
     ///   - maxSteps: the loop guard: a process that keeps re-arming a timer
     ///     (a retry loop, a 0 s timer) would otherwise make this advance for
-    ///     ever; past it ``TimeControlError/stepLimitExceeded(condition:steps:busiest:)``
+    ///     ever; past it ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)``
     ///     is thrown, naming the wait that kept coming back.
     ///   - realTimeLimit: the harness's own guard, in real time, for each
     ///     settle and for waiting while nothing is pending.
@@ -112,49 +159,72 @@ extension TimeSession {
                     realTimeLimit: Duration = .seconds(30), description: String = "the condition") async throws -> RunResult {
         let start = monotonicNanoseconds
         let end = start.addingSaturating(SessionClock.Instant.nanoseconds(of: limit))
-        var steps = 0
-        var returning: [String: Int] = [:]
-        func result() -> RunResult { RunResult(steps: steps, elapsed: .nanoseconds(monotonicNanoseconds - start)) }
-        try await settle(realTimeLimit: realTimeLimit)
+        let scheduler = harnessScheduler()
+        func result() -> RunResult { RunResult(steps: scheduler.steps, elapsed: .nanoseconds(monotonicNanoseconds - start)) }
+        func settled() async throws -> SessionScheduler.Evaluation {
+            try await onOwnThread {
+                var loopGuard = LoopGuard(session: scheduler.session)
+                return try scheduler.settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
+            }
+        }
+        var evaluation = try await settled()
         while true {
             if try await condition() { return result() }
             let now = monotonicNanoseconds
-            let ahead = pendingWaits().filter { $0.remainingNanoseconds > 0 }
-            if let next = ahead.first, now.addingSaturating(next.remainingNanoseconds) <= end {
-                guard steps < maxSteps else {
-                    let busiest = returning.max { $0.value < $1.value }.map { "\($0.key), \($0.value) times" } ?? "none"
-                    throw TimeControlError.stepLimitExceeded(condition: description, steps: steps, busiest: busiest)
+            switch evaluation {
+            case .quiescent(let next) where now.addingSaturating(next.remaining) <= end:
+                try scheduler.checkSteps(maxSteps, goal: "'\(description)' holding")
+                try scheduler.advance(to: next)
+            case .idle:
+                // Nothing pending. A watched process may yet start a wait; with none, only code in
+                // this process can, and it gets `inProcessGrace` to do so.
+                let watching = !scheduler.watch.processes().isEmpty
+                switch try await waitForWaitOrCondition(condition, realTimeLimit: watching ? realTimeLimit : Self.inProcessGrace,
+                                                        description: description, throwing: watching) {
+                case .conditionHeld: return result()
+                case .waitStarted: break
+                case .timedOut:
+                    guard now < end else {
+                        throw TimeControlError.virtualTimeLimitExceeded(condition: description, limit: limit, steps: scheduler.steps)
+                    }
+                    try advance(to: SessionClock.Instant(nanoseconds: end))
                 }
-                try advance(toDeadlineOf: next)
-                steps += 1
-                returning["\(next.command) (pid \(next.pid)): \(next.kind) on \(next.clock)", default: 0] += 1
-            } else if !ahead.isEmpty || processesToWatch().isEmpty {
+            default:
                 // Everything pending is past the limit, or nobody is left to start a wait.
                 guard now < end else {
-                    throw TimeControlError.virtualTimeLimitExceeded(condition: description, limit: limit, steps: steps)
+                    throw TimeControlError.virtualTimeLimitExceeded(condition: description, limit: limit, steps: scheduler.steps)
                 }
                 try advance(to: SessionClock.Instant(nanoseconds: end))
-            } else if try await waitForWaitOrCondition(condition, realTimeLimit: realTimeLimit, description: description) {
-                return result()
             }
-            try await settle(realTimeLimit: realTimeLimit)
+            evaluation = try await settled()
         }
     }
 
-    /// Nothing pending, processes alive: waits for one of them to start a
-    /// wait (true if the condition held meanwhile).
+    /// How long ``run(until:within:maxSteps:realTimeLimit:description:)``
+    /// waits, with no process to watch and nothing pending, for code in this
+    /// process to start a wait before it jumps to the limit. It returns the
+    /// moment a wait registers; the grace only bounds the case where none does.
+    static let inProcessGrace: Duration = .milliseconds(200)
+
+    private enum WaitOutcome { case conditionHeld, waitStarted, timedOut }
+
+    /// Nothing pending: waits for a wait to start, or for the condition to
+    /// hold. Past `realTimeLimit` it throws (`throwing`) or reports `.timedOut`.
     private func waitForWaitOrCondition(_ condition: @Sendable () async throws -> Bool, realTimeLimit: Duration,
-                                        description: String) async throws -> Bool {
+                                        description: String, throwing: Bool) async throws -> WaitOutcome {
         let deadline = tc_real_ns(CLOCK_MONOTONIC) + SessionClock.Instant.nanoseconds(of: realTimeLimit)
         while true {
-            if try await condition() { return true }
-            if pendingWaits().contains(where: { $0.remainingNanoseconds > 0 }) || processesToWatch().isEmpty { return false }
-            if tc_real_ns(CLOCK_MONOTONIC) > deadline {
+            if try await condition() { return .conditionHeld }
+            if pendingWaits().contains(where: { $0.remainingNanoseconds > 0 }) { return .waitStarted }
+            let left = deadline - tc_real_ns(CLOCK_MONOTONIC)
+            if left <= 0 {
+                guard throwing else { return .timedOut }
                 throw TimeControlError.realTimeLimitExceeded(
                     waitingFor: "\(description), or a process of session '\(name)' to start a timed wait", limit: realTimeLimit)
             }
             // Until a wait starts — but output and exits change no table: look again within 10 ms.
-            _ = try? await waitForPendingWaits(count: 1, where: { $0.remainingNanoseconds > 0 }, realTimeLimit: .milliseconds(10))
+            _ = try? await waitForPendingWaits(count: 1, where: { $0.remainingNanoseconds > 0 },
+                                               realTimeLimit: .nanoseconds(min(left, 10_000_000)))
         }
     }
 
@@ -181,14 +251,11 @@ extension TimeSession {
         _ = try mapping.apply(verb, describedAs: "advance to the deadline of \(wait.command)'s \(wait.kind)")
     }
 
-    /// The processes whose threads `settle` watches: attached ones, and every
-    /// process in the groups of the ones spawned here (which may not have
-    /// attached yet, or run helpers that never will), not this one.
-    func processesToWatch() -> [Int32] {
-        var pids = Set(attachedProcesses().map(\.pid))
-        pids.formUnion(Quiescence.members(ofProcessGroups: Set(spawnedProcessIDs())))
-        pids.remove(getpid())
-        return pids.sorted()
+    /// A scheduler watching what the harness is responsible for: the
+    /// session's attached processes, the ones spawned here, and their
+    /// descendants — never this process's own threads.
+    func harnessScheduler() -> SessionScheduler {
+        SessionScheduler(session: self, roots: SessionScheduler.harnessRoots(of: self))
     }
 }
 

@@ -44,7 +44,18 @@ uint32_t *tc_wait_changes_word(struct tc_segment *segment) { return &segment->wa
 
 uint32_t tc_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 
+int32_t tc_word_load_i32(const int32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
 void tc_word_poke(uint32_t *word) {
     __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
+
+void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns) {
+    struct timespec timeout = {timeout_ns / 1000000000, timeout_ns % 1000000000};
+    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, timeout_ns < 0 ? NULL : &timeout, NULL, 0);
+}
+
+#include <sys/prctl.h>
+
+int tc_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }

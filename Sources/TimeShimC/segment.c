@@ -74,6 +74,7 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
     if ((uint64_t)h->proc_offset + (uint64_t)h->proc_capacity * sizeof(struct tc_proc_slot) > file_size)
         return TC_E_CORRUPT;
     if (h->wait_offset < h->proc_offset || h->wait_offset % 16 != 0 || h->wait_capacity == 0 ||
+        h->wait_capacity > TC_WAIT_MAP_WORDS * 64 ||
         (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
         return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
@@ -419,12 +420,47 @@ void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid) {
                                 __ATOMIC_RELAXED);
 }
 
-int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_t *registered) {
-    if (slot >= segment->header.proc_capacity) return 0;
-    const struct tc_proc_slot *entry = &tc_segment_procs(segment)[slot];
-    int32_t pid = __atomic_load_n(&entry->pid, __ATOMIC_ACQUIRE);
-    if (registered) *registered = __atomic_load_n(&entry->registered, __ATOMIC_ACQUIRE);
-    return pid;
+uint32_t tc_proc_collect(const struct tc_segment *segment, struct tc_proc_slot *out, uint32_t capacity) {
+    uint32_t count = 0;
+    const struct tc_proc_slot *slots = tc_segment_procs(segment);
+    for (uint32_t i = 0; i < segment->header.proc_capacity && count < capacity; i++) {
+        int32_t pid = __atomic_load_n(&slots[i].pid, __ATOMIC_ACQUIRE);
+        if (pid <= 0) continue;
+        out[count].pid = pid;
+        out[count].immediate_waits = __atomic_load_n(&slots[i].immediate_waits, __ATOMIC_RELAXED);
+        out[count].registered = __atomic_load_n(&slots[i].registered, __ATOMIC_ACQUIRE);
+        count++;
+    }
+    return count;
+}
+
+void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.proc_capacity) return;
+    __atomic_fetch_add(&tc_segment_procs(segment)[slot].immediate_waits, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the scheduler's claim ---- */
+
+int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid) {
+    for (;;) {
+        int32_t owner = __atomic_load_n(&segment->scheduler_pid, __ATOMIC_ACQUIRE);
+        if (owner == pid) return 0;
+        if (owner != 0 && tc_raw_syscall(SYS_kill, owner, 0) != -ESRCH) return owner;
+        if (__atomic_compare_exchange_n(&segment->scheduler_pid, &owner, pid, 0, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE)) {
+            __atomic_store_n(&segment->scheduler_steps, 0, __ATOMIC_RELAXED);
+            return 0;
+        }
+    }
+}
+
+void tc_scheduler_release(struct tc_segment *segment, int32_t pid) {
+    int32_t expected = pid;
+    __atomic_compare_exchange_n(&segment->scheduler_pid, &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+}
+
+void tc_scheduler_count_step(struct tc_segment *segment) {
+    __atomic_fetch_add(&segment->scheduler_steps, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the wait table ---- */
@@ -459,6 +495,7 @@ int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind
         __atomic_store_n(&slots[i].deadline, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].owner, tc_wait_owner(pid, tid), __ATOMIC_RELEASE);
+        __atomic_fetch_or(&segment->wait_map[i / 64], 1ULL << (i % 64), __ATOMIC_SEQ_CST);
         note_wait_change(segment);
         return (int)i;
     }
@@ -476,8 +513,14 @@ void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner) {
     if (slot < 0 || (uint32_t)slot >= segment->header.wait_capacity) return;
     uint64_t expected = owner;
     if (__atomic_compare_exchange_n(&tc_segment_waits(segment)[slot].owner, &expected, 0, 0, __ATOMIC_RELEASE,
-                                    __ATOMIC_RELAXED))
+                                    __ATOMIC_RELAXED)) {
+        /* Another thread may claim the slot between these two steps and set the bit
+           again; clearing it after that would hide its wait, so re-set if needed. */
+        __atomic_fetch_and(&segment->wait_map[slot / 64], ~(1ULL << (slot % 64)), __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&tc_segment_waits(segment)[slot].owner, __ATOMIC_SEQ_CST) != 0)
+            __atomic_fetch_or(&segment->wait_map[slot / 64], 1ULL << (slot % 64), __ATOMIC_SEQ_CST);
         note_wait_change(segment);
+    }
 }
 
 int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out) {
@@ -491,6 +534,21 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
     return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock);
+}
+
+uint32_t tc_wait_collect(const struct tc_segment *segment, struct tc_wait_slot *out, uint32_t *slots,
+                         uint32_t capacity) {
+    uint32_t count = 0;
+    uint32_t words = (segment->header.wait_capacity + 63) / 64;
+    for (uint32_t word = 0; word < words && count < capacity; word++) {
+        uint64_t bits = __atomic_load_n(&segment->wait_map[word], __ATOMIC_ACQUIRE);
+        while (bits && count < capacity) {
+            uint32_t i = word * 64 + (uint32_t)__builtin_ctzll(bits);
+            bits &= bits - 1;
+            if (tc_wait_read(segment, i, &out[count])) slots[count++] = i;
+        }
+    }
+    return count;
 }
 
 /* ---- waiting for the session to change ---- */

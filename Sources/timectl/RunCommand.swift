@@ -1,5 +1,5 @@
 import ArgumentParser
-import TimeControlKit
+@_spi(CommandLine) import TimeControlKit
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,27 +13,59 @@ struct Run: ParsableCommand {
             controlled with LD_PRELOAD and are refused. Exit status 125 means timectl \
             itself failed, 126 that the command could not be executed, 127 that it was \
             not found.
+
+            With --auto-advance, timectl freezes the session and runs a scheduler for it: \
+            whenever every thread of the command's processes (and of every other process \
+            attached to the session) is blocked and one of them waits on virtual time, the \
+            session jumps exactly to the earliest deadline. Sleeps, timeouts and back-offs \
+            take no real time, and every process sees time pass exactly as it would have. \
+            A loop guard stops a process that re-arms a 0 s timer for ever (status 125).
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
+
+    @Flag(name: .customLong("auto-advance"), help: "Advance to the next deadline whenever every process is blocked.")
+    var autoAdvance = false
+
+    @Flag(name: .customLong("keep-rate"), help: "With --auto-advance: keep the session's rate instead of freezing it.")
+    var keepRate = false
+
+    @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
+    var maxSteps: Int?
+
+    @Flag(help: "With --auto-advance: print the steps, virtual time, real time and speed-up to stderr at exit.")
+    var report = false
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
     var command: [String] = []
 
     func validate() throws {
-        if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl run [--session NAME] -- COMMAND [ARGUMENTS...]'") }
+        if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl run [--session NAME] [--auto-advance] -- COMMAND [ARGUMENTS...]'") }
+        if !autoAdvance {
+            let stray = [keepRate ? "--keep-rate" : nil, maxSteps != nil ? "--max-steps" : nil, report ? "--report" : nil].compactMap { $0 }
+            if let first = stray.first { throw ValidationError("\(first) only applies with --auto-advance") }
+        }
+        if let maxSteps, maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
     }
 
     func run() throws {
-        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command))
+        guard autoAdvance else {
+            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command))
+        }
+        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command) { command, session throws(TimeControlError) in
+            let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps)
+            if report { Main.report(line: "auto-advance: \(outcome)") }
+            return status
+        })
     }
 
-    /// Runs the command; returns timectl's exit status. Failures are reported here.
-    static func execute(session: String?, arguments: [String]) -> Int32 {
+    /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
+    static func execute(session: String?, arguments: [String],
+                        running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
             let session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(session))
             let attachment = try Attachment(session: session)
-            return try AttachedCommand(arguments: arguments, attachment: attachment).run()
+            return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)
         } catch {
             Main.report(line: error.description)
             switch error {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TimeControlKit
+@_spi(CommandLine) import TimeControlKit
 
 // The verbs of SPEC §2. Each validates its argument before touching the
 // session, so bad input changes nothing. freeze, rate and set create the
@@ -88,6 +88,12 @@ struct Tick: ParsableCommand {
             Every wait and timer whose deadline the tick passes wakes. With --to-next, the clocks move \
             exactly to the earliest deadline of a pending wait or armed timer (see 'timectl status'). \
             Negative durations are refused: monotonic time cannot go back.
+
+            A plain tick moves the whole DURATION at once: a process that sleeps 3 s and then reads \
+            the clock after 'tick 10' sees +10 s. With --step, the tick stops at each pending \
+            deadline in order, and lets the processes it woke run until every attached process is \
+            blocked again before the next step: that process sees +3 s, as it would have in real \
+            time. After the last step it waits for the processes to settle once more.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -95,13 +101,24 @@ struct Tick: ParsableCommand {
     @Flag(name: .customLong("to-next"), help: "Advance exactly to the earliest pending deadline instead.")
     var toNext = false
 
+    @Flag(help: "Stop at each pending deadline on the way, in order, letting the woken processes settle.")
+    var step = false
+
+    @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --step: give up after N steps (default 1000).", valueName: "n"))
+    var maxSteps: Int?
+
     // Captured raw so that '-3' reaches the parser (and its message) instead of
     // being taken for an option.
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("How far to move (3, 1.5, 1h30m, 250ms).", valueName: "duration"))
     var duration: [String] = []
 
     func validate() throws {
+        if let maxSteps {
+            if !step { throw ValidationError("--max-steps only applies with --step") }
+            if maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
+        }
         if toNext {
+            if step { throw ValidationError("give either --step or --to-next, not both: 'timectl tick DURATION --step' or 'timectl tick --to-next'") }
             if !duration.isEmpty {
                 throw ValidationError("give either DURATION or --to-next, not both: 'timectl tick DURATION' or 'timectl tick --to-next'")
             }
@@ -112,12 +129,16 @@ struct Tick: ParsableCommand {
 
     func nanoseconds() throws -> Int64 {
         try InvalidValue.reporting { () throws(FormatError) in
-            try TimeFormats.parseDuration(try OneValue.of(duration, kind: "DURATION", usage: "timectl tick DURATION, or timectl tick --to-next"))
+            try TimeFormats.parseDuration(try OneValue.of(duration, kind: "DURATION", usage: "timectl tick DURATION [--step], or timectl tick --to-next"))
         }
     }
 
     func run() throws {
         let session = try sessionOptions.openExisting()
+        if step {
+            _ = try session.stepForwardBlocking(by: try nanoseconds(), maxSteps: maxSteps ?? 1000, realTimeLimit: SchedulerCommands.settleLimit)
+            return
+        }
         guard toNext else {
             try session.apply(.advance(nanoseconds: try nanoseconds()))
             return

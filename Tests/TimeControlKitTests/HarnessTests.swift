@@ -177,11 +177,12 @@ struct HarnessTests {
             try await session.eventually("never", within: .seconds(3600), maxSteps: 10) { false }
             Issue.record("the loop guard did not trip")
         } catch let error as TimeControlError {
-            guard case .stepLimitExceeded(let condition, let steps, let busiest) = error else {
+            guard case .stepLimitExceeded(let goal, let steps, let busiest) = error else {
                 Issue.record("unexpected: \(error)")
                 return
             }
-            #expect(condition == "never")
+            #expect(goal == "'never' holding")
+            #expect(error.description.hasPrefix("gave up after 10 steps to the next deadline (the step limit) without 'never' holding;"))
             #expect(steps == 10)
             #expect(busiest.contains("python3 (pid \(busy.pid)): sleep on CLOCK_MONOTONIC, 10 times"), "\(busiest)")
         }

@@ -22,6 +22,12 @@ uint32_t *tc_wait_changes_word(struct tc_segment *segment);
 
 /* An acquire load of a futex word; an increment of a process-private one that wakes its waiters. */
 uint32_t tc_word_load(const uint32_t *word);
+int32_t tc_word_load_i32(const int32_t *word);
 void tc_word_poke(uint32_t *word);
+/* Blocks while a process-private word holds `value`, at most `timeout_ns` (< 0: no limit). */
+void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);
+
+/* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process. */
+int tc_become_subreaper(void);
 
 #endif

@@ -34,8 +34,9 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 3u
+#define TC_SEGMENT_VERSION 4u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
+#define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
 /* ELF note (name "timectl") that marks a controller executable; see controller.c. */
 #define TC_CONTROLLER_NOTE_TYPE 0x54430001u
@@ -142,10 +143,19 @@ struct tc_segment {
     uint32_t wait_changes;
     uint64_t verbs_applied;            /* count of committed verbs, for status */
     uint32_t wait_watchers;
-    uint8_t generation_padding[44];
+    /* The auto-advance scheduler that owns the session (timectl run
+       --auto-advance, timectl daemon), 0 if none; claimed by compare-and-swap. */
+    int32_t scheduler_pid;
+    uint64_t scheduler_steps;          /* steps that scheduler has taken */
+    uint8_t generation_padding[32];
     /* Robust, process-shared: a writer that dies holding it is recovered. */
     pthread_mutex_t writer_lock;       /* cache line 7 */
     uint8_t lock_padding[64 - sizeof(pthread_mutex_t)];
+    /* Which wait-table slots are in use, one bit each (lines 8–15): a
+       scheduler scans 64 words, not the whole table. A bit is set after its
+       slot is claimed and cleared after it is freed, so it may be briefly
+       stale; readers check the slot itself. */
+    uint64_t wait_map[TC_WAIT_MAP_WORDS];
 };
 
 _Static_assert(sizeof(struct tc_clock_state) == 56, "a state fits a cache line beside seq");
@@ -154,6 +164,9 @@ _Static_assert(offsetof(struct tc_timeline, current) + sizeof(struct tc_clock_st
 _Static_assert(offsetof(struct tc_segment, timeline) % 64 == 0, "timeline starts a cache line");
 _Static_assert(offsetof(struct tc_segment, generation) % 64 == 0, "generation has its own cache line");
 _Static_assert(offsetof(struct tc_segment, writer_lock) % 64 == 0, "the lock has its own cache line");
+_Static_assert(offsetof(struct tc_segment, writer_lock) - offsetof(struct tc_segment, generation) == 64,
+               "the generation line is one cache line");
+_Static_assert(offsetof(struct tc_segment, wait_map) % 64 == 0, "the wait map starts a cache line");
 _Static_assert(sizeof(struct tc_segment) % 64 == 0, "tables after the segment start on a cache line");
 
 /*
@@ -165,7 +178,10 @@ _Static_assert(sizeof(struct tc_segment) % 64 == 0, "tables after the segment st
  */
 struct tc_proc_slot {
     int32_t pid;
-    uint32_t reserved;
+    /* Waits (and timer arms) that were already due when they began. A
+       program re-arming a 0 s timer in a loop never blocks, so no step of a
+       scheduler ever names it; this count does (the loop guard reads it). */
+    uint32_t immediate_waits;
     int64_t registered;
 };
 

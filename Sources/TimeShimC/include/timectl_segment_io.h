@@ -79,7 +79,20 @@ void tc_segment_mark_removed(struct tc_segment *segment);
 struct tc_proc_slot *tc_segment_procs(const struct tc_segment *segment);
 int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered);
 void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid);
-int32_t tc_proc_slot_pid(const struct tc_segment *segment, uint32_t slot, int64_t *registered);
+/* Copies every process-table entry in use into out[0…capacity); returns how many. */
+uint32_t tc_proc_collect(const struct tc_segment *segment, struct tc_proc_slot *out, uint32_t capacity);
+/* Counts a wait that was due when it began, for the process in `slot`. */
+void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot);
+
+/*
+ * The auto-advance scheduler's claim on the session: at most one at a
+ * time. Returns 0 when `pid` now owns it, or the pid of the live scheduler
+ * that does (a dead one's claim is taken over).
+ */
+int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid);
+void tc_scheduler_release(struct tc_segment *segment, int32_t pid);
+/* Counts one step of the owning scheduler, for status. */
+void tc_scheduler_count_step(struct tc_segment *segment);
 
 /*
  * The wait table. Claiming and releasing are lock-free; a full table makes
@@ -98,6 +111,10 @@ void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int6
 void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner);
 /* Copies a slot in use into `out`; 0 if the slot is free or changed meanwhile. */
 int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out);
+/* Copies every slot in use into out[0…capacity) in one pass, their slot
+   numbers into slots[]; returns how many were copied. */
+uint32_t tc_wait_collect(const struct tc_segment *segment, struct tc_wait_slot *out, uint32_t *slots,
+                         uint32_t capacity);
 
 /*
  * Blocks until `*shared_word` (a word of the segment: `generation` or

@@ -102,6 +102,8 @@ static int64_t boottime_now(void) { return tc_real_ns(CLOCK_BOOTTIME); }
 
 int32_t tc_shim_pid(void) { return process_id; }
 
+int tc_shim_proc_slot(void) { return process_slot; }
+
 static void register_this_process(void) {
     process_id = (int32_t)tc_raw_syscall(SYS_getpid, 0);
     process_slot = tc_proc_register(attaching_segment, process_id, boottime_now());

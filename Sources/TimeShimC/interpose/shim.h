@@ -28,6 +28,8 @@ struct tc_segment *tc_shim_initialise(void);
 
 /* This process's pid (kept current across fork). */
 int32_t tc_shim_pid(void);
+/* This process's slot in the segment's process table, or −1. */
+int tc_shim_proc_slot(void);
 
 /* The session segment, or NULL when this process runs on real time. */
 static inline struct tc_segment *tc_shim_segment(void) {

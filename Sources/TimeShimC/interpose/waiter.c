@@ -72,6 +72,7 @@ void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kin
     wait->deadline = deadline;
     wait->owner = tc_wait_owner(pid, tid);
     wait->slot = tc_wait_claim(segment, pid, tid, kind, vclock, deadline, tc_real_ns(CLOCK_BOOTTIME));
+    if (deadline <= tc_segment_read(segment, vclock)) tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
 }
 
 void tc_wait_end(struct tc_wait *wait) {

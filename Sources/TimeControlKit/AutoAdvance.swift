@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import TimeShimC
+
+/// A session scheduler running on a thread of its own (SPEC §8): whenever
+/// every thread of every watched process is blocked and at least one waits
+/// on virtual time, the session jumps exactly to the earliest pending
+/// deadline. Programs see time pass exactly as it would have, with none of
+/// the waiting.
+///
+/// `timectl run --auto-advance` and `timectl daemon` run one; in a Swift
+/// test, ``TimeSession/startAutoAdvance(keepRate:maxSteps:)`` does:
+///
+/// ```swift
+/// let session = try TimeSession.temporary(frozenAt: start)
+/// let autoAdvance = try session.startAutoAdvance()
+/// let worker = try session.spawn("sh", ["-c", "sleep 60; date +%s"])
+/// #expect(try await worker.waitForExit() == .exited(0))   // at once, 60 s later in virtual time
+/// let report = autoAdvance.stop()
+/// ```
+///
+/// At most one scheduler owns a session at a time (the segment records
+/// which). Unless `keepRate` is set, starting one freezes the session, so
+/// that time moves only by its steps and a run is exactly repeatable; at a
+/// running rate, programs also see real time pass between steps.
+public final class AutoAdvance: @unchecked Sendable {
+    // @unchecked: the scheduler is only used by its thread; the flags are futex words.
+
+    /// What a run of the scheduler did.
+    public struct Report: Sendable, Hashable, Codable, CustomStringConvertible {
+        /// How many times it advanced to a deadline.
+        public var steps: Int
+        /// How much virtual time passed while it ran.
+        public var virtualNanoseconds: Int64
+        /// How much real time passed.
+        public var realNanoseconds: Int64
+
+        /// Virtual time per real time, or nil when no real time passed.
+        public var speedup: Double? {
+            realNanoseconds > 0 ? Double(virtualNanoseconds) / Double(realNanoseconds) : nil
+        }
+
+        /// One line for people: steps, virtual time covered, real time taken, speed-up.
+        public var description: String {
+            let virtual = TimeFormats.formatDuration(virtualNanoseconds)
+            let milliseconds = (realNanoseconds + 500_000) / 1_000_000
+            let real = "\(milliseconds / 1000).\(String(milliseconds % 1000 + 1000).dropFirst())s"
+            let ratio = speedup.map { " (\(Self.formatRatio($0))× real speed)" } ?? ""
+            return "\(steps) step\(steps == 1 ? "" : "s"), \(virtual) of virtual time in \(real) of real time\(ratio)"
+        }
+
+        static func formatRatio(_ ratio: Double) -> String {
+            ratio >= 100 ? String(Int(ratio.rounded())) : String(Double(Int(ratio * 10)) / 10)
+        }
+    }
+
+    /// The session it advances.
+    public let session: TimeSession
+    private let scheduler: SessionScheduler
+    private let stopFlag = StopFlag()
+    private let finishedFlag = StopFlag()
+    private let outcome = Outcome()
+    private let startReal: Int64
+    private let startVirtual: Int64
+    private let ownPID = getpid()
+
+    /// Claims `session` for a scheduler watching `roots()` and their
+    /// descendants, freezes it unless `keepRate`, and starts the scheduler.
+    /// If a loop guard stops it, `onFailure` runs on the scheduler's thread
+    /// with the error and the processes it was watching.
+    init(session: TimeSession, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
+         onFailure: @escaping @Sendable (TimeControlError, [Int32]) -> Void = { _, _ in }) throws(TimeControlError) {
+        self.session = session
+        let owner = tc_scheduler_claim(session.mapping.segment, ownPID)
+        if owner != 0 { throw .schedulerRunning(session: session.name, pid: owner) }
+        do {
+            if !keepRate { try session.freeze() }
+        } catch {
+            tc_scheduler_release(session.mapping.segment, ownPID)
+            throw error
+        }
+        scheduler = SessionScheduler(session: session, roots: roots)
+        startReal = tc_real_ns(CLOCK_MONOTONIC)
+        startVirtual = session.monotonicNanoseconds
+        // The thread holds what it uses, not this object: releasing the object stops it.
+        startThread { [scheduler, stopFlag, finishedFlag, outcome, ownPID] in
+            if let failure = scheduler.autoAdvance(until: stopFlag, maxSteps: maxSteps) {
+                outcome.failure.withLock { $0 = failure }
+                onFailure(failure, scheduler.watch.processes())
+            }
+            tc_scheduler_release(scheduler.session.mapping.segment, ownPID)
+            finishedFlag.raise()
+        }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// Why the scheduler stopped on its own (a loop guard), if it did.
+    public var failure: TimeControlError? { outcome.failure.withLock { $0 } }
+
+    /// Whether the scheduler is still running.
+    public var isRunning: Bool { !finishedFlag.raised }
+
+    /// Stops the scheduler (waiting for its thread to finish its step), gives
+    /// up its claim on the session, and reports what it did. The session
+    /// stays as it is: frozen, unless its rate was kept or changed meanwhile.
+    @discardableResult
+    public func stop() -> Report {
+        stopFlag.raise()
+        while !finishedFlag.raised { tc_word_wait(finishedFlag.word, finishedFlag.expected, -1) }
+        return Report(steps: scheduler.steps, virtualNanoseconds: session.monotonicNanoseconds - startVirtual,
+                      realNanoseconds: tc_real_ns(CLOCK_MONOTONIC) - startReal)
+    }
+
+    private final class Outcome: Sendable {
+        let failure = Mutex<TimeControlError?>(nil)
+    }
+}
+
+extension TimeSession {
+    /// Starts a scheduler that advances this session whenever the processes
+    /// it watches — the ones attached to it, the ones spawned here, and
+    /// their descendants — are all blocked and one of them waits on virtual
+    /// time: the library form of `timectl daemon`.
+    ///
+    /// - Parameters:
+    ///   - keepRate: leave the session's rate as it is; by default it is
+    ///     frozen, so that only the scheduler's steps move time.
+    ///   - maxSteps: stop after this many steps (with
+    ///     ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)`` in
+    ///     ``AutoAdvance/failure``); no limit by default.
+    /// - Throws: ``TimeControlError/schedulerRunning(session:pid:)`` if
+    ///   another scheduler owns the session.
+    public func startAutoAdvance(keepRate: Bool = false, maxSteps: Int? = nil) throws(TimeControlError) -> AutoAdvance {
+        try AutoAdvance(session: self, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps)
+    }
+
+    /// `timectl daemon`: a scheduler for the session's attached processes;
+    /// `onFailure` runs on its thread if a loop guard stops it.
+    @_spi(CommandLine)
+    public func startDaemon(keepRate: Bool, maxSteps: Int?,
+                            onFailure: @escaping @Sendable (TimeControlError) -> Void) throws(TimeControlError) -> AutoAdvance {
+        try AutoAdvance(session: self, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps,
+                        onFailure: { error, _ in onFailure(error) })
+    }
+
+    /// The scheduler that owns the session (`timectl run --auto-advance`, `timectl daemon`), if one runs.
+    public var schedulerProcess: AttachedProcess? {
+        let pid = tc_word_load_i32(&mapping.segment.pointee.scheduler_pid)
+        guard pid > 0, kill(pid, 0) == 0 || errno != ESRCH else { return nil }
+        return AttachedProcess.ifRunning(pid: pid, registeredBoottime: 0)
+    }
+}

@@ -1,0 +1,395 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import TimeShimC
+
+/// Moves a session from deadline to deadline whenever its processes are
+/// idle (SPEC §8): the one engine behind `timectl run --auto-advance`,
+/// `timectl daemon`, `tick --step`, `run-pending`, and the harness's
+/// ``TimeSession/settle(realTimeLimit:)``, ``TimeSession/stepForward(by:maxSteps:realTimeLimit:)``,
+/// ``TimeSession/runUntilIdle(maxSteps:realTimeLimit:)`` and ``TimeSession/run(until:within:maxSteps:realTimeLimit:description:)``.
+///
+/// The session may advance when every thread of every watched process is
+/// blocked (``ProcessWatch``), no wait is due but still pending (a thread
+/// the last step woke has not returned yet), and at least one wait lies
+/// ahead. It then advances exactly to the earliest deadline.
+///
+/// Learning when that holds: a wait beginning or ending bumps the segment's
+/// `wait_changes` futex word, which wakes the scheduler at once (it counts
+/// itself among the word's watchers). A thread blocking on something else
+/// — a pipe, `waitpid` — changes nothing in the segment, so while anything
+/// runs the scheduler looks again after 50 µs, doubling up to 2 ms.
+///
+/// Not thread-safe: one scheduler is driven by one thread at a time (the
+/// harness hands it from thread to thread, never to two at once).
+final class SessionScheduler: @unchecked Sendable {
+    /// A pending wait of a live thread, as the scheduler reads it.
+    struct Wait {
+        var slot: UInt32
+        var owner: UInt64
+        var pid: Int32 { tc_wait_owner_pid(owner) }
+        var thread: Int32 { tc_wait_owner_tid(owner) }
+        var kind: Int32
+        var vclock: Int32
+        var deadline: Int64
+        var remaining: Int64
+    }
+
+    enum Evaluation {
+        /// A watched thread runs, or ran during the looks.
+        case busy
+        /// A wait is due but has not returned yet.
+        case due
+        /// Everything is blocked and nothing waits on virtual time.
+        case idle
+        /// Everything is blocked; `next` is the earliest wait ahead.
+        case quiescent(next: Wait)
+    }
+
+    let session: TimeSession
+    let watch: ProcessWatch
+    private let ownPID = getpid()
+    private var entries: [tc_wait_slot]
+    private var slots: [UInt32]
+    /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
+    private var unreachable: Set<UInt64> = []
+    /// How often each wait was the one advanced to, for the loop guard's message.
+    private(set) var stepsByWait: [String: Int] = [:]
+    private(set) var steps = 0
+
+    static let shortestPause: Int64 = 50_000
+    static let longestPause: Int64 = 2_000_000
+
+    /// A scheduler for `session` watching `roots()` and their descendants.
+    init(session: TimeSession, roots: @escaping () -> [Int32]) {
+        self.session = session
+        self.watch = ProcessWatch(roots: roots)
+        let capacity = Int(session.mapping.header.wait_capacity)
+        entries = Array(repeating: tc_wait_slot(), count: capacity)
+        slots = Array(repeating: 0, count: capacity)
+        tc_segment_watch_waits(session.mapping.segment, 1)
+    }
+
+    deinit {
+        tc_segment_watch_waits(session.mapping.segment, 0)
+    }
+
+    /// The session's attached processes and the processes spawned by `session` (the harness's view).
+    static func harnessRoots(of session: TimeSession) -> () -> [Int32] {
+        let attached = AttachedPIDs(session: session)
+        return { [weak session] in
+            guard let session else { return [] }
+            return attached.current() + session.spawnedProcessIDs()
+        }
+    }
+
+    // MARK: Looking
+
+    private var segment: UnsafeMutablePointer<tc_segment> { session.mapping.segment }
+    private var waitChangesWord: UnsafeMutablePointer<UInt32> { tc_wait_changes_word(segment) }
+
+    /// Whether the session may advance now, and to where.
+    func evaluate() -> Evaluation {
+        let changes = tc_word_load(waitChangesWord)
+        // The roots once for both looks: a process that attaches in between
+        // is starting up, like any event from outside the watched processes.
+        let roots = watch.roots()
+        guard let first = watch.look(from: roots) else { return .busy }
+        let waits = liveWaits(seen: first)
+        if waits.contains(where: { $0.remaining == 0 }) { return .due }
+        guard let second = watch.look(from: roots), second == first, tc_word_load(waitChangesWord) == changes else { return .busy }
+        guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else { return .idle }
+        return .quiescent(next: next)
+    }
+
+    /// The pending waits of live threads, earliest first. Slots left by
+    /// processes that died are freed.
+    func liveWaits(seen look: ProcessWatch.Look? = nil) -> [Wait] {
+        let count = Int(entries.withUnsafeMutableBufferPointer { entryBuffer in
+            slots.withUnsafeMutableBufferPointer { slotBuffer in
+                tc_wait_collect(segment, entryBuffer.baseAddress, slotBuffer.baseAddress, UInt32(entryBuffer.count))
+            }
+        })
+        var threads: Set<UInt64> = []
+        var processes: Set<Int32> = [ownPID]
+        if let look {
+            for thread in look.threads {
+                threads.insert(tc_wait_owner(thread.pid, thread.tid))
+                processes.insert(thread.pid)
+            }
+        }
+        var nowOn: [Int32: Int64] = [:]
+        var waits: [Wait] = []
+        for index in 0..<count {
+            let entry = entries[index]
+            let pid = tc_wait_owner_pid(entry.owner), tid = tc_wait_owner_tid(entry.owner)
+            if look != nil && processes.contains(pid) {
+                // A thread the look did not see has exited: its entry is stale.
+                if pid != ownPID && tid != 0 && !threads.contains(entry.owner) { continue }
+            } else if AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: tid) == nil {
+                if kill(pid, 0) != 0 && errno == ESRCH { session.mapping.releaseWait(slot: slots[index], owner: entry.owner) }
+                continue
+            }
+            let now = nowOn[entry.vclock] ?? session.mapping.read(tc_vclock(UInt32(entry.vclock)))
+            nowOn[entry.vclock] = now
+            waits.append(Wait(slot: slots[index], owner: entry.owner, kind: entry.kind, vclock: entry.vclock,
+                              deadline: entry.deadline, remaining: max(0, entry.deadline - now)))
+        }
+        return waits.sorted { ($0.remaining, $0.owner) < ($1.remaining, $1.owner) }
+    }
+
+    private func key(of wait: Wait) -> UInt64 {
+        UInt64(wait.slot) &* 0x9E37_79B9_7F4A_7C15 ^ wait.owner ^ UInt64(bitPattern: wait.deadline)
+    }
+
+    // MARK: Moving
+
+    /// Advances exactly to `wait`'s deadline and counts the step. A deadline
+    /// the session cannot reach (beyond 2200) is remembered and skipped.
+    func advance(to wait: Wait) throws(TimeControlError) {
+        var verb = tc_verb()
+        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
+        verb.vclock = wait.vclock
+        verb.value = wait.deadline
+        do {
+            _ = try session.mapping.apply(verb, describedAs: "advance to the deadline of pid \(wait.pid)'s \(PendingWait.kindName(wait.kind))")
+        } catch .outOfRange {
+            unreachable.insert(key(of: wait))
+            return
+        }
+        steps += 1
+        tc_scheduler_count_step(segment)
+        stepsByWait[describe(wait), default: 0] += 1
+    }
+
+    /// Advances to `target` on the monotonic clock (nothing if it is already there).
+    func advance(toMonotonic target: Int64) throws(TimeControlError) {
+        try session.advance(to: SessionClock.Instant(nanoseconds: target))
+    }
+
+    func describe(_ wait: Wait) -> String {
+        "\(Self.command(of: wait.pid)) (pid \(wait.pid)): \(PendingWait.kindName(wait.kind)) on \(PendingWait.clockName(wait.vclock))"
+    }
+
+    static func command(of pid: Int32) -> String {
+        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "?" }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return "?" }
+        return String(decoding: buffer[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+    }
+
+    /// The wait that was advanced to most often, for the step guard's message.
+    var busiestWait: String {
+        stepsByWait.max { ($0.value, $1.key) < ($1.value, $0.key) }.map { "\($0.key), \($0.value) times" } ?? "none"
+    }
+
+    // MARK: Waiting
+
+    /// Blocks until a wait begins or ends, `stop` changes, or `pause` real ns pass.
+    /// Returns whether the wait table changed.
+    @discardableResult
+    func pause(since changes: UInt32, nanoseconds: Int64, stop: StopFlag? = nil) -> Bool {
+        _ = tc_segment_wait_for_change(segment, waitChangesWord, changes, stop?.word, stop?.expected ?? 0, nanoseconds)
+        return tc_word_load(waitChangesWord) != changes
+    }
+
+    /// Waits until the watched processes are idle or quiescent, and returns
+    /// which. Throws when `realTimeLimit` (the harness's own guard) passes,
+    /// or when `loopGuard` finds a process that will never let time move.
+    func settle(realTimeLimit: Duration, loopGuard: inout LoopGuard) throws(TimeControlError) -> Evaluation {
+        let deadline = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(SessionClock.Instant.nanoseconds(of: realTimeLimit))
+        var pause = Self.shortestPause
+        while true {
+            let changes = tc_word_load(waitChangesWord)
+            let evaluation = evaluate()
+            switch evaluation {
+            case .idle, .quiescent: return evaluation
+            case .busy, .due: break
+            }
+            let now = tc_real_ns(CLOCK_MONOTONIC)
+            if now >= deadline {
+                throw .realTimeLimitExceeded(waitingFor: "the processes of session '\(session.name)' to settle", limit: realTimeLimit)
+            }
+            try loopGuard.check(self, realNow: now)
+            if self.pause(since: changes, nanoseconds: min(pause, deadline - now)) {
+                pause = Self.shortestPause
+            } else {
+                pause = min(pause * 2, Self.longestPause)
+            }
+        }
+    }
+
+    /// Advances through every pending deadline up to `target` (monotonic
+    /// ns), in order, letting the processes settle before each step and
+    /// after the last (`tick --step`).
+    func step(to target: Int64, maxSteps: Int, realTimeLimit: Duration) throws(TimeControlError) -> RunResult {
+        let start = session.monotonicNanoseconds
+        var loopGuard = LoopGuard(session: session)
+        while true {
+            let evaluation = try settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
+            let now = session.monotonicNanoseconds
+            guard case .quiescent(let next) = evaluation, now.addingSaturating(next.remaining) <= target else {
+                try advance(toMonotonic: target)
+                _ = try settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
+                return RunResult(steps: steps, elapsed: .nanoseconds(session.monotonicNanoseconds - start))
+            }
+            try checkSteps(maxSteps, goal: "reaching the target \(TimeFormats.formatDuration(target - start)) ahead")
+            try advance(to: next)
+        }
+    }
+
+    /// Advances from deadline to deadline until no wait is pending (`run-pending`).
+    func runUntilIdle(maxSteps: Int, realTimeLimit: Duration) throws(TimeControlError) -> RunResult {
+        let start = session.monotonicNanoseconds
+        var loopGuard = LoopGuard(session: session)
+        while case .quiescent(let next) = try settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard) {
+            try checkSteps(maxSteps, goal: "running out of pending waits")
+            try advance(to: next)
+        }
+        return RunResult(steps: steps, elapsed: .nanoseconds(session.monotonicNanoseconds - start))
+    }
+
+    /// The step guard of the bounded operations (sinon's loop limit): a
+    /// process that re-arms a timer for ever would make them step for ever.
+    func checkSteps(_ maxSteps: Int, goal: String) throws(TimeControlError) {
+        guard steps < maxSteps else {
+            throw .stepLimitExceeded(goal: goal, steps: steps, busiest: busiestWait)
+        }
+    }
+
+    /// Advances whenever the processes are quiescent, until `stop` is
+    /// raised (`timectl run --auto-advance`, `timectl daemon`). Stops early,
+    /// with the error, when a loop guard trips or the session cannot be written.
+    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil) -> TimeControlError? {
+        var loopGuard = LoopGuard(session: session)
+        var pause = Self.shortestPause
+        while !stop.raised {
+            let changes = tc_word_load(waitChangesWord)
+            do {
+                switch evaluate() {
+                case .quiescent(let next):
+                    if let maxSteps { try checkSteps(maxSteps, goal: "the processes running out of waits") }
+                    try advance(to: next)
+                    pause = Self.shortestPause
+                    self.pause(since: changes, nanoseconds: pause, stop: stop)
+                case .idle:
+                    // Only a wait beginning can give a reason to advance.
+                    self.pause(since: changes, nanoseconds: 50_000_000, stop: stop)
+                case .busy, .due:
+                    try loopGuard.check(self, realNow: tc_real_ns(CLOCK_MONOTONIC))
+                    if self.pause(since: changes, nanoseconds: pause, stop: stop) {
+                        pause = Self.shortestPause
+                    } else {
+                        pause = min(pause * 2, Self.longestPause)
+                    }
+                }
+            } catch {
+                return error
+            }
+        }
+        return nil
+    }
+}
+
+/// A process-private futex word that ends a scheduler's loop when it changes.
+final class StopFlag: @unchecked Sendable {
+    // @unchecked: the word is only touched through atomic C calls.
+    let word: UnsafeMutablePointer<UInt32>
+    let expected: UInt32 = 0
+
+    init() {
+        word = .allocate(capacity: 1)
+        word.initialize(to: 0)
+    }
+
+    deinit { word.deallocate() }
+
+    var raised: Bool { tc_word_load(word) != expected }
+
+    /// Ends the loop and wakes it.
+    func raise() { tc_word_poke(word) }
+}
+
+/// The guard against a program that will never let virtual time move: one
+/// that begins waits that are already due — a 0 s timer re-armed in a
+/// loop, `sleep 0` forever — never blocks, so no scheduler can ever step it
+/// forward, and real time does not move a frozen session either.
+///
+/// It trips when, while virtual time stood still, the session's processes
+/// began more than `limit` such waits over at least `minimumRealTime`, and
+/// every watched thread outside the processes that began them was blocked:
+/// nothing else could still end the loop.
+struct LoopGuard {
+    static let limit: UInt32 = 100_000
+    static let minimumRealTime: Int64 = 1_000_000_000
+
+    private let session: TimeSession
+    private var baseline: [Int32: UInt32] = [:]
+    private var baselineElapsed: Int64
+    private var baselineReal: Int64
+    private var lastCheck: Int64 = 0
+
+    init(session: TimeSession) {
+        self.session = session
+        baselineElapsed = session.monotonicNanoseconds
+        baselineReal = tc_real_ns(CLOCK_MONOTONIC)
+        baseline = session.immediateWaitCounts()
+    }
+
+    /// Throws ``TimeControlError/livelock(pid:command:immediateWaits:)`` when the loop is found.
+    mutating func check(_ scheduler: SessionScheduler, realNow: Int64) throws(TimeControlError) {
+        guard realNow - lastCheck >= 10_000_000 else { return }  // the table scan is cheap, but not free
+        lastCheck = realNow
+        let elapsed = session.monotonicNanoseconds
+        let counts = session.immediateWaitCounts()
+        if elapsed != baselineElapsed {
+            (baseline, baselineElapsed, baselineReal) = (counts, elapsed, realNow)
+            return
+        }
+        let rises = counts.compactMap { pid, count -> (pid: Int32, rise: UInt32)? in
+            let rise = count &- (baseline[pid] ?? 0)
+            return rise > 0 ? (pid, rise) : nil
+        }
+        let total = rises.reduce(UInt64(0)) { $0 + UInt64($1.rise) }
+        guard total > UInt64(Self.limit), realNow - baselineReal >= Self.minimumRealTime,
+              let busiest = rises.max(by: { $0.rise < $1.rise }),
+              scheduler.watch.look(ignoring: Set(rises.map(\.pid))) != nil
+        else { return }
+        throw .livelock(pid: busiest.pid, command: SessionScheduler.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
+    }
+}
+
+/// The pids of a session's process table whose processes still run. Each
+/// entry is checked once against a recycled pid (the fuller check reads
+/// /proc), then trusted until the entry changes.
+final class AttachedPIDs {
+    private struct Entry: Hashable {
+        var pid: Int32
+        var registered: Int64
+    }
+
+    private unowned let session: TimeSession
+    private var verdicts: [Entry: Bool] = [:]
+    private var lastRows: [Entry] = []
+    private var lastPIDs: [Int32] = []
+
+    init(session: TimeSession) {
+        self.session = session
+    }
+
+    func current() -> [Int32] {
+        let rows = session.mapping.registeredProcesses().map { Entry(pid: $0.pid, registered: $0.registered) }
+        if rows == lastRows { return lastPIDs }
+        var next: [Entry: Bool] = [:]
+        for entry in rows {
+            next[entry] = verdicts[entry] ?? (AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
+        }
+        verdicts = next
+        lastRows = rows
+        lastPIDs = rows.filter { next[$0] == true }.map(\.pid)
+        return lastPIDs
+    }
+}

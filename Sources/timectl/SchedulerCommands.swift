@@ -1,0 +1,104 @@
+import ArgumentParser
+@_spi(CommandLine) import TimeControlKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// The session scheduler from the shell (SPEC §8): run-pending and daemon.
+// `run --auto-advance` and `tick --step` live with run and tick.
+
+enum SchedulerCommands {
+    /// How long a settle may take in real time before timectl gives up: the
+    /// guard against a process that never blocks, not a statement about the
+    /// session's time.
+    static let settleLimit: Duration = .seconds(60)
+}
+
+struct RunPending: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run-pending",
+        abstract: "Advance from deadline to deadline until no wait is pending.",
+        discussion: """
+            Waits for the attached processes to settle (every thread blocked), advances exactly \\
+            to the earliest pending deadline, and repeats until nothing waits on virtual time. \\
+            Prints the steps taken and the virtual time covered. A process that re-arms a timer \\
+            for ever (a periodic timer, a retry loop) never runs out of waits: after --max-steps \\
+            steps (default 1000) run-pending stops with an error naming the wait that kept \\
+            coming back, and exits 1.
+            """)
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Option(name: .customLong("max-steps"), help: ArgumentHelp("Give up after N steps (default 1000).", valueName: "n"))
+    var maxSteps = 1000
+
+    func validate() throws {
+        if maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
+    }
+
+    func run() throws {
+        let session = try sessionOptions.openExisting()
+        let result = try session.runUntilIdleBlocking(maxSteps: maxSteps, realTimeLimit: SchedulerCommands.settleLimit)
+        let nanoseconds = Int64(result.elapsed.components.seconds) * 1_000_000_000 + result.elapsed.components.attoseconds / 1_000_000_000
+        print("\(result.steps) step\(result.steps == 1 ? "" : "s"), \(TimeFormats.formatDuration(nanoseconds)) of virtual time; nothing pending")
+    }
+}
+
+struct Daemon: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "daemon",
+        abstract: "Run the session's scheduler until stopped: auto-advance for a session driven from shells.",
+        discussion: """
+            Freezes the session (unless --keep-rate) and, whenever every thread of every process \\
+            attached to it is blocked and one of them waits on virtual time, advances exactly to \\
+            the earliest deadline. Runs in the foreground until SIGINT, SIGTERM or SIGHUP, or \\
+            'timectl daemon --stop' from another shell; then prints what it did and exits 0, \\
+            leaving the session as it stands. Exits 1 if its loop guard finds a process that \\
+            keeps re-arming a 0 s timer. A session has at most one scheduler at a time.
+            """)
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Flag(name: .customLong("keep-rate"), help: "Keep the session's rate instead of freezing it.")
+    var keepRate = false
+
+    @Flag(help: "Stop the session's running scheduler (a daemon, or run --auto-advance) and wait for it to exit.")
+    var stop = false
+
+    func validate() throws {
+        if stop && keepRate { throw ValidationError("--keep-rate does not apply with --stop") }
+    }
+
+    func run() throws {
+        let session = try stop ? sessionOptions.openExisting() : sessionOptions.openOrCreate()
+        if stop {
+            try Self.stopScheduler(of: session)
+            return
+        }
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, signal) }
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
+        let ownPID = getpid()
+        let scheduler = try session.startDaemon(keepRate: keepRate, maxSteps: nil) { _ in kill(ownPID, SIGTERM) }
+        var received: Int32 = 0
+        sigwait(&stopSignals, &received)
+        let report = scheduler.stop()
+        if let failure = scheduler.failure { throw failure }
+        Main.report(line: "daemon for session '\(session.name)' stopped: \(report)")
+    }
+
+    static func stopScheduler(of session: TimeSession) throws {
+        guard let scheduler = session.schedulerProcess else {
+            throw CommandFailure(message: "session '\(session.name)' has no scheduler running", status: 1)
+        }
+        kill(scheduler.pid, SIGTERM)
+        for _ in 0..<1000 where session.schedulerProcess?.pid == scheduler.pid {
+            usleep(10_000)
+        }
+        if session.schedulerProcess?.pid == scheduler.pid {
+            throw CommandFailure(message: "the scheduler of session '\(session.name)' (pid \(scheduler.pid)) did not stop within 10 s", status: 1)
+        }
+    }
+}
