@@ -15,9 +15,16 @@ import Glibc
 /// orphans to when the process is their subreaper.
 ///
 /// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
-/// (`T`, `t`), idle (`I`), parked (`P`) or dead (`Z`, `X`). A thread in
+/// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
+/// names what it waits in; or that it is dead (`Z`, `X`). A thread in
 /// uninterruptible sleep (`D`: paging in, disk I/O) goes on by itself, so it
-/// counts as running.
+/// counts as running. The state letter alone is not enough: a thread
+/// preempted between marking itself asleep and calling into the scheduler
+/// stays runnable, on the run queue, while `stat` already says `S`; since
+/// Linux 5.16 `wchan` reads `0` for any thread on the run queue. For a
+/// process whose wait channel this user may not read (another user's, a
+/// setuid program's), `wchan` always reads `0`, and the state letter is all
+/// there is.
 ///
 /// **Quiescent** means two looks in a row found the same processes and
 /// threads, every thread blocked both times, and no thread scheduled in
@@ -45,6 +52,8 @@ final class ProcessWatch {
     private var files = ProcFiles()
     /// Thread ids per process, re-listed when the thread count changes.
     private var threadLists: [Int32: [Int32]] = [:]
+    /// Whether this user may read a process's wait channels (checked once per process).
+    private var channelsReadable: [Int32: Bool] = [:]
 
     /// Watches `roots()` (evaluated at every look) and their descendants.
     init(roots: @escaping () -> [Int32]) {
@@ -68,11 +77,13 @@ final class ProcessWatch {
             let judged = !ignored.contains(pid)
             guard let leader = files.stat(pid: pid, tid: pid) else { continue }  // gone
             if judged && !leader.blocked { return nil }
+            let channels = judged && canReadChannels(of: pid)
             for tid in threadIDs(of: pid, count: leader.threadCount) {
                 // stat first: it is what finds a stale descriptor (see ProcFiles.read).
                 guard let state = tid == pid ? leader : files.stat(pid: pid, tid: tid) else { continue }  // exited meanwhile
                 if judged {
                     if !state.blocked { return nil }
+                    if channels && !state.dead && !files.waitsInKernel(pid: pid, tid: tid) { return nil }
                     guard let runs = files.runCount(pid: pid, tid: tid) else { continue }
                     threads.append(Thread(pid: pid, tid: tid, runs: runs))
                 }
@@ -102,6 +113,19 @@ final class ProcessWatch {
         return seen.sorted()
     }
 
+    /// The kernel shows a wait channel only to those allowed to read the
+    /// process's memory (ptrace read access); `environ` has the same rule and
+    /// says so plainly, with EACCES.
+    private func canReadChannels(of pid: Int32) -> Bool {
+        if let known = channelsReadable[pid] { return known }
+        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
+        let readable = fd >= 0 || errno != EACCES
+        if fd >= 0 { close(fd) }
+        if channelsReadable.count > 4096 { channelsReadable.removeAll() }
+        channelsReadable[pid] = readable
+        return readable
+    }
+
     private func threadIDs(of pid: Int32, count: Int) -> [Int32] {
         if count <= 1 { return [pid] }
         if let known = threadLists[pid], known.count == count { return known }
@@ -127,11 +151,12 @@ final class ProcessWatch {
 private struct ProcFiles {
     struct ThreadState {
         var blocked: Bool
+        var dead: Bool
         var threadCount: Int
     }
 
     private enum File: UInt8 {
-        case stat, schedstat, status, children
+        case stat, schedstat, status, children, wchan
     }
 
     private struct Key: Hashable {
@@ -170,7 +195,15 @@ private struct ProcFiles {
             }
             field += 1
         }
-        return ThreadState(blocked: Self.blockedStates.contains(state), threadCount: threadCount)
+        return ThreadState(blocked: Self.blockedStates.contains(state),
+                           dead: state == UInt8(ascii: "Z") || state == UInt8(ascii: "X"), threadCount: threadCount)
+    }
+
+    /// Whether the thread is off the run queue, waiting in the kernel: its
+    /// wait channel is a symbol, not `0`.
+    mutating func waitsInKernel(pid: Int32, tid: Int32) -> Bool {
+        guard let count = read(Key(pid: pid, tid: tid, file: .wchan)) else { return true }  // gone: it runs nothing
+        return !(count == 1 && buffer[0] == UInt8(ascii: "0"))
     }
 
     /// How many times the thread has been scheduled onto a CPU.
@@ -230,7 +263,7 @@ private struct ProcFiles {
             Glibc.close(fd)
             open.removeValue(forKey: key)
             if key.file == .stat {
-                for file in [File.schedstat, .status, .children] {
+                for file in [File.schedstat, .status, .children, .wchan] {
                     if let other = open.removeValue(forKey: Key(pid: key.pid, tid: key.tid, file: file)) { Glibc.close(other.fd) }
                 }
             }

@@ -444,8 +444,8 @@ void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot) {
 int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid) {
     for (;;) {
         int32_t owner = __atomic_load_n(&segment->scheduler_pid, __ATOMIC_ACQUIRE);
-        if (owner == pid) return 0;
-        if (owner != 0 && tc_raw_syscall(SYS_kill, owner, 0) != -ESRCH) return owner;
+        /* One scheduler per session, even within one process. */
+        if (owner != 0 && (owner == pid || tc_raw_syscall(SYS_kill, owner, 0) != -ESRCH)) return owner;
         if (__atomic_compare_exchange_n(&segment->scheduler_pid, &owner, pid, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             __atomic_store_n(&segment->scheduler_steps, 0, __ATOMIC_RELAXED);

@@ -303,6 +303,25 @@ static int many_sleepers(int count) {
     return 0;
 }
 
+/* A 0 s timer re-armed for ever: a timerfd set to expire "now" after every
+   expiration. It never blocks for long, so no scheduler can step it forward;
+   only the loop guard ends it. */
+static _Noreturn void rearm_zero_timer(void) {
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    int epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = timer};
+    epoll_ctl(epoll_fd, EPOLL_CTL_ADD, timer, &event);
+    ready();
+    for (;;) {
+        struct itimerspec due_now = {{0, 0}, {0, 0}};
+        clock_gettime(CLOCK_MONOTONIC, &due_now.it_value);
+        timerfd_settime(timer, TFD_TIMER_ABSTIME, &due_now, NULL);
+        struct epoll_event out;
+        uint64_t expirations;
+        if (epoll_wait(epoll_fd, &out, 1, -1) == 1) (void)!read(timer, &expirations, sizeof(expirations));
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) goto usage;
     const char *kind = argv[1];
@@ -324,6 +343,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "nanosleep-eintr") == 0 && argc == 3) return interrupted_sleep(n);
     if (strcmp(kind, "abs-wall-sleep") == 0 && argc == 3) return absolute_wall_sleep(n);
     if (strcmp(kind, "sleepers") == 0 && argc == 3) return many_sleepers((int)n);
+    if (strcmp(kind, "rearm-zero-timer") == 0) rearm_zero_timer();
 usage:
     fprintf(stderr, "usage: wait_probe KIND [ARGS] (see the source)\n");
     return 2;

@@ -34,8 +34,10 @@ struct HarnessTests {
         #expect(try await worker.waitForExit() == .exited(0))
         #expect(worker.standardOutput == "1451649630.0\n")
         #expect(origin.duration(to: session.now) == .seconds(30))
-        // A guard only: the 40 s of virtual sleeping took no real sleeping.
-        #expect(Date().timeIntervalSince(began) < 10)
+        // The session is frozen: only the two advances can have ended the sleeps, as the
+        // virtual times above show. This is a hang guard, not a measure of speed (that is
+        // scripts/bench-wake's job; in a parallel test run this test waits for a thread).
+        #expect(Date().timeIntervalSince(began) < 60)
     }
 
     @Test("parallel tests each see only their own temporary session", arguments: 0..<8)
@@ -170,7 +172,7 @@ struct HarnessTests {
             try await session.eventually("nothing", within: .seconds(3600)) { false }
         }
         #expect(session.now.duration(to: session.now) == .zero)
-        #expect(Date().timeIntervalSince(began) < 10, "an hour of virtual time, no real waiting")
+        #expect(Date().timeIntervalSince(began) < 60, "an hour of virtual time, no real hour of waiting (a hang guard)")
 
         let busy = try session.spawn("python3", ["-c", "import time\nwhile True: time.sleep(1)"])
         do {

@@ -87,7 +87,8 @@ void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot);
 /*
  * The auto-advance scheduler's claim on the session: at most one at a
  * time. Returns 0 when `pid` now owns it, or the pid of the live scheduler
- * that does (a dead one's claim is taken over).
+ * that does — `pid` itself if it already has one (a dead one's claim is
+ * taken over).
  */
 int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid);
 void tc_scheduler_release(struct tc_segment *segment, int32_t pid);

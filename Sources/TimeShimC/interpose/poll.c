@@ -21,38 +21,48 @@
 #define TC_MAX_POLL_COPY 1024
 
 /*
- * One real wait of at most `timeout`, plus `wake_fd` when it is ≥ 0.
+ * One real wait of at most `timeout`, plus `wake_fd` when it is ≥ 0, with
+ * the signal mask `mask` in force while it blocks (see tc_signal_guard).
  * Returns > 0 when user descriptors are ready (the call's result), 0 when
  * nothing is (timeout, or only the wake fd), −1 with errno on error.
  */
-typedef int (*fd_wait_once)(void *context, int wake_fd, const struct timespec *timeout);
+typedef int (*fd_wait_once)(void *context, int wake_fd, const struct timespec *timeout, const sigset_t *mask);
 
 static void leave_waiter_cleanup(void *unused) {
     (void)unused;
     tc_waiter_leave();
 }
 
-/* Runs `once` until it reports something or the virtual deadline passes (then 0). */
+/* Runs `once` until it reports something or the virtual deadline passes
+   (then 0). `mask` is the caller's sigmask argument, or NULL for the thread's. */
 static int wait_until(struct tc_segment *segment, int kind, int64_t deadline, fd_wait_once once, void *context,
-                      int can_wake) {
+                      int can_wake, const sigset_t *mask) {
     struct tc_wait wait;
+    struct tc_signal_guard guard;
     /* volatile: pthread_cleanup_push may use setjmp. */
     volatile int result = 0;
+    volatile int saved_errno = errno;
     tc_wait_begin(&wait, segment, kind, TC_VCLOCK_MONOTONIC, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     volatile int wake_fd = can_wake ? tc_waiter_enter_fd() : -1;
     pthread_cleanup_push(leave_waiter_cleanup, NULL);
+    tc_signal_guard_enter(&guard);
+    pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
+    const sigset_t *during = mask ? mask : &guard.application;
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, TC_VCLOCK_MONOTONIC);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
         if (wake_fd < 0 && real > TC_SLICE_NS) real = TC_SLICE_NS;
         struct timespec timeout = tc_real_timeout(real);
-        result = once(context, wake_fd, &timeout);
+        result = once(context, wake_fd, &timeout, during);
+        saved_errno = errno;
         if (result != 0) break;
     }
+    pthread_cleanup_pop(1); /* the application's mask again: a signal that came meanwhile is handled now */
     pthread_cleanup_pop(1);
     pthread_cleanup_pop(1);
+    errno = saved_errno;
     return result;
 }
 
@@ -71,10 +81,9 @@ struct poll_context {
     struct pollfd *user;
     nfds_t count;
     struct pollfd *local;  /* user's set plus the wake fd, or NULL to use the user's set */
-    const sigset_t *mask;
 };
 
-static int poll_once(void *argument, int wake_fd, const struct timespec *timeout) {
+static int poll_once(void *argument, int wake_fd, const struct timespec *timeout, const sigset_t *mask) {
     struct poll_context *context = argument;
     struct pollfd *set = context->user;
     nfds_t count = context->count;
@@ -84,7 +93,7 @@ static int poll_once(void *argument, int wake_fd, const struct timespec *timeout
         set = context->local;
         count++;
     }
-    int ready = tc_real.ppoll(set, count, timeout, context->mask);
+    int ready = tc_real.ppoll(set, count, timeout, mask);
     if (ready <= 0) return ready;
     if (set != context->user) {
         if (set[context->count].revents) {
@@ -101,8 +110,8 @@ static int poll_until(struct tc_segment *segment, struct pollfd *fds, nfds_t cou
     int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, relative);
     int copy = count < TC_MAX_POLL_COPY;
     struct pollfd local[copy ? count + 1 : 1];
-    struct poll_context context = {fds, count, copy ? local : NULL, mask};
-    int result = wait_until(segment, TC_WAIT_POLL, deadline, poll_once, &context, copy);
+    struct poll_context context = {fds, count, copy ? local : NULL};
+    int result = wait_until(segment, TC_WAIT_POLL, deadline, poll_once, &context, copy, mask);
     if (result == 0)
         for (nfds_t i = 0; i < count; i++) fds[i].revents = 0;
     return result;
@@ -138,10 +147,9 @@ TC_EXPORT int ppoll(struct pollfd *, nfds_t, const struct timespec *, const sigs
 struct select_context {
     int count;
     fd_set *read, *write, *except;   /* the user's sets (each may be NULL) */
-    const sigset_t *mask;
 };
 
-static int select_once(void *argument, int wake_fd, const struct timespec *timeout) {
+static int select_once(void *argument, int wake_fd, const struct timespec *timeout, const sigset_t *mask) {
     struct select_context *context = argument;
     fd_set read, write, except;
     FD_ZERO(&read);
@@ -157,7 +165,7 @@ static int select_once(void *argument, int wake_fd, const struct timespec *timeo
         if (wake_fd >= count) count = wake_fd + 1;
     }
     int ready = tc_real.pselect(count, &read, context->write ? &write : NULL, context->except ? &except : NULL,
-                                timeout, context->mask);
+                                timeout, mask);
     if (ready <= 0) return ready;
     if (watch_wake && FD_ISSET(wake_fd, &read)) {
         tc_waiter_drain(wake_fd);
@@ -180,8 +188,8 @@ static struct timespec left_until(struct tc_segment *segment, int64_t deadline) 
 
 static int select_until(struct tc_segment *segment, int count, fd_set *read, fd_set *write, fd_set *except,
                         int64_t deadline, const sigset_t *mask) {
-    struct select_context context = {count, read, write, except, mask};
-    int result = wait_until(segment, TC_WAIT_SELECT, deadline, select_once, &context, 1);
+    struct select_context context = {count, read, write, except};
+    int result = wait_until(segment, TC_WAIT_SELECT, deadline, select_once, &context, 1, mask);
     if (result == 0) {
         if (read) FD_ZERO(read);
         if (write) FD_ZERO(write);
@@ -233,13 +241,12 @@ struct epoll_context {
     int epoll_fd;
     struct epoll_event *events;
     int capacity;
-    const sigset_t *mask;
 };
 
-static int epoll_once(void *argument, int wake_fd, const struct timespec *timeout) {
+static int epoll_once(void *argument, int wake_fd, const struct timespec *timeout, const sigset_t *mask) {
     struct epoll_context *context = argument;
     struct pollfd set[2] = {{context->epoll_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-    int ready = tc_real.ppoll(set, wake_fd >= 0 ? 2 : 1, timeout, context->mask);
+    int ready = tc_real.ppoll(set, wake_fd >= 0 ? 2 : 1, timeout, mask);
     if (ready < 0) return ready;
     if (wake_fd >= 0 && set[1].revents) tc_waiter_drain(wake_fd);
     /* An epoll fd is readable when it has events: collect them without waiting. */
@@ -254,8 +261,8 @@ static int epoll_until(struct tc_segment *segment, int epoll_fd, struct epoll_ev
         return -1;
     }
     int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, relative);
-    struct epoll_context context = {epoll_fd, events, capacity, mask};
-    return wait_until(segment, TC_WAIT_EPOLL, deadline, epoll_once, &context, 1);
+    struct epoll_context context = {epoll_fd, events, capacity};
+    return wait_until(segment, TC_WAIT_EPOLL, deadline, epoll_once, &context, 1, mask);
 }
 
 static int shim_epoll_wait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms) {

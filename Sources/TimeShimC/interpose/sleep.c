@@ -15,20 +15,30 @@
 /* Sleeps until `deadline` on `vclock`: 0, or EINTR with the virtual time left in *left. */
 static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline, int64_t *left) {
     struct tc_wait wait;
+    struct tc_signal_guard guard;
     volatile int result = 0; /* pthread_cleanup_push may use setjmp */
     tc_wait_begin(&wait, segment, TC_WAIT_SLEEP, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
+    tc_signal_guard_enter(&guard);
+    pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
-        if (tc_wait_futex(segment, view.generation, real) == EINTR) {
+        int interrupted = tc_signal_guard_interrupted(&guard);
+        if (!interrupted) {
+            tc_signal_guard_open(&guard);
+            interrupted = tc_wait_futex(segment, view.generation, real) == EINTR;
+            tc_signal_guard_close();
+        }
+        if (interrupted) {
             int64_t now = tc_segment_read(segment, vclock);
             if (left) *left = deadline > now ? deadline - now : 0;
             result = EINTR;
             break;
         }
     }
+    pthread_cleanup_pop(1); /* the signal arrived meanwhile is handled here, before EINTR is returned */
     pthread_cleanup_pop(1);
     return result;
 }

@@ -125,23 +125,35 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
     if (sem_trywait(sem) == 0) return 0;
     if (errno != EAGAIN) return -1;
     struct tc_wait wait;
+    struct tc_signal_guard guard;
     volatile int result = -1, error = ETIMEDOUT; /* pthread_cleanup_push may use setjmp */
     tc_wait_begin(&wait, segment, TC_WAIT_SEM, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
+    tc_signal_guard_enter(&guard);
+    pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
+        if (tc_signal_guard_interrupted(&guard)) {
+            error = EINTR;
+            break;
+        }
         struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
-        if (tc_real.sem_clockwait(sem, CLOCK_MONOTONIC, &until) == 0) {
+        tc_signal_guard_open(&guard);
+        int returned = tc_real.sem_clockwait(sem, CLOCK_MONOTONIC, &until);
+        int returned_errno = errno;
+        tc_signal_guard_close();
+        if (returned == 0) {
             result = 0;
             break;
         }
-        if (errno != ETIMEDOUT) {
-            error = errno;
+        if (returned_errno != ETIMEDOUT) {
+            error = returned_errno;
             break;
         }
     }
+    pthread_cleanup_pop(1);
     pthread_cleanup_pop(1);
     if (result != 0) errno = error;
     return result;

@@ -58,6 +58,46 @@ static int64_t bounded(int64_t real_ns) {
 
 struct timespec tc_real_timeout(int64_t real_ns) { return tc_timespec_from_ns(bounded(real_ns)); }
 
+/* ---- signals during a wait ---- */
+
+void tc_signal_guard_enter(struct tc_signal_guard *guard) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &guard->application);
+}
+
+void tc_signal_guard_leave(struct tc_signal_guard *guard) { pthread_sigmask(SIG_SETMASK, &guard->application, NULL); }
+
+void tc_signal_guard_leave_cleanup(void *guard) { tc_signal_guard_leave((struct tc_signal_guard *)guard); }
+
+void tc_signal_guard_open(const struct tc_signal_guard *guard) {
+    pthread_sigmask(SIG_SETMASK, &guard->application, NULL);
+}
+
+void tc_signal_guard_close(void) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, NULL);
+}
+
+/* Signals whose default action is to do nothing: pending, they interrupt no wait. */
+static int ignored_by_default(int signal) {
+    return signal == SIGCHLD || signal == SIGURG || signal == SIGWINCH || signal == SIGCONT;
+}
+
+int tc_signal_guard_interrupted(const struct tc_signal_guard *guard) {
+    sigset_t pending;
+    if (sigpending(&pending) != 0) return 0;
+    for (int signal = 1; signal < NSIG; signal++) {
+        if (!sigismember(&pending, signal) || sigismember(&guard->application, signal)) continue;
+        struct sigaction action;
+        if (sigaction(signal, NULL, &action) != 0) continue;
+        if (action.sa_handler == SIG_IGN || (action.sa_handler == SIG_DFL && ignored_by_default(signal))) continue;
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- the wait table ---- */
 
 void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {

@@ -76,6 +76,35 @@ int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_
 struct timespec tc_real_timeout(int64_t real_ns);
 
 /*
+ * Signals during a virtual wait. A virtual wait is a series of real waits,
+ * one after each verb that moves time; a signal handled between two of
+ * them would be lost to the caller, who expects the wait to end with
+ * EINTR. So between real waits every signal is blocked, and the
+ * application's own mask is let in only during one: atomically for ppoll,
+ * pselect and epoll_pwait (their sigmask argument); for futex and
+ * semaphore waits, which take none, by first looking for a pending signal
+ * the application handles (the wait then ends with EINTR) and unblocking
+ * just before the call — the same instant of exposure libc's own
+ * nanosleep has. Cancellation is not affected: libc never blocks its
+ * cancellation signal.
+ */
+struct tc_signal_guard {
+    sigset_t application;  /* the mask the application had when the wait began */
+};
+
+void tc_signal_guard_enter(struct tc_signal_guard *guard);
+/* Back to the application's mask: a signal that arrived meanwhile is handled now. */
+void tc_signal_guard_leave(struct tc_signal_guard *guard);
+/* pthread_cleanup_push handler for tc_signal_guard_leave. */
+void tc_signal_guard_leave_cleanup(void *guard);
+/* Whether a signal is pending that the application's mask lets in and whose
+   handler runs (or whose default action ends the process). */
+int tc_signal_guard_interrupted(const struct tc_signal_guard *guard);
+/* Around one real wait that takes no signal mask. */
+void tc_signal_guard_open(const struct tc_signal_guard *guard);
+void tc_signal_guard_close(void);
+
+/*
  * Registers the calling thread as waiting on file descriptors until
  * tc_waiter_leave(); returns its wake eventfd, which turns readable after
  * every verb, or −1 (no eventfd, or too many waiters): the caller then

@@ -3,6 +3,8 @@
 //   timectl-swift-probe clocks               prints "date NS" and "continuous NS"
 //   timectl-swift-probe task-sleep S         Task.sleep(for: .seconds(S)), then prints "slept NS" (virtual, continuous clock)
 //   timectl-swift-probe dispatch-after S     DispatchQueue.main.asyncAfter(deadline: .now() + S), then prints "fired NS"
+//   timectl-swift-probe task-loops N S...    one task per S, each doing N × Task.sleep(for: .seconds(S)),
+//                                            printing "task S lap K at NS" after each sleep
 import Dispatch
 import Foundation
 
@@ -19,7 +21,7 @@ func say(_ line: String) {
 }
 
 func usage() -> Never {
-    FileHandle.standardError.write("usage: timectl-swift-probe clocks | task-sleep SECONDS | dispatch-after SECONDS\n".data(using: .utf8)!)
+    FileHandle.standardError.write("usage: timectl-swift-probe clocks | task-sleep SECONDS | dispatch-after SECONDS | task-loops N SECONDS...\n".data(using: .utf8)!)
     exit(2)
 }
 
@@ -52,6 +54,26 @@ case "dispatch-after":
         exit(0)
     }
     dispatchMain()
+case "task-loops":
+    guard arguments.count >= 3, let laps = Int(arguments[1]) else { usage() }
+    let periods = arguments.dropFirst(2).compactMap { Int64($0) }
+    guard periods.count == arguments.count - 2 else { usage() }
+    let start = ContinuousClock.now
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        await withTaskGroup(of: Void.self) { group in
+            for period in periods {
+                group.addTask {
+                    for lap in 1...laps {
+                        try? await Task.sleep(for: .seconds(period))
+                        say("task \(period) lap \(lap) at \(nanoseconds(ContinuousClock.now) - nanoseconds(start))")
+                    }
+                }
+            }
+        }
+        done.signal()
+    }
+    done.wait()
 default:
     usage()
 }

@@ -69,16 +69,30 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
 }
 
 /// Stops a process a test started: SIGTERM, then SIGKILL if it has not exited
-/// within `graceSeconds`; never waits forever.
+/// within `graceSeconds`; never waits forever. Its exit is seen with
+/// `waitid(WNOWAIT)`, not through Foundation, which does not always notice
+/// that a child it was told to terminate has exited (it is then never reaped,
+/// and `waitUntilExit()` never returns).
 func stop(_ process: Process, graceSeconds: Double = 10) {
     guard process.isRunning else { return }
-    process.terminate()
-    let deadline = Date().addingTimeInterval(graceSeconds)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+    let pid = process.processIdentifier
+    kill(pid, SIGTERM)
+    if !hasExited(pid, within: graceSeconds) {
+        kill(pid, SIGKILL)
+        _ = hasExited(pid, within: graceSeconds)
     }
+}
+
+/// Whether the child `pid` has exited (a zombie, or already reaped) within `seconds`; reaps nothing.
+func hasExited(_ pid: Int32, within seconds: Double) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    repeat {
+        var info = siginfo_t()
+        if waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 { return errno == ECHILD }
+        if info._sifields._sigchld.si_pid == pid { return true }  // si_pid, in its union
+        usleep(10_000)
+    } while Date() < deadline
+    return false
 }
 
 /// A private session directory for one test, removed afterwards.
@@ -94,6 +108,12 @@ final class Sandbox: @unchecked Sendable {
     }
 
     deinit {
+        // What a test left running on its sessions (a sleeper whose timectl was stopped) goes too.
+        for name in (try? sessions.sessionNames()) ?? [] {
+            for process in (try? TimeSession.open(named: name, in: sessions))?.attachedProcesses() ?? [] {
+                kill(process.pid, SIGKILL)
+            }
+        }
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -199,20 +219,32 @@ final class AttachedRun: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var buffer = ""
+    private var errorBuffer = ""
     private let finished = DispatchSemaphore(value: 0)
 
-    init(_ sandbox: Sandbox, session: String, _ command: [String]) throws {
+    /// `timectl --session SESSION run -- COMMAND…`.
+    convenience init(_ sandbox: Sandbox, session: String, _ command: [String]) throws {
+        try self.init(sandbox, timectl: ["--session", session, "run", "--"] + command)
+    }
+
+    /// `timectl ARGUMENTS…`, whatever they are.
+    init(_ sandbox: Sandbox, timectl arguments: [String]) throws {
         process.executableURL = URL(fileURLWithPath: Build.timectl)
-        process.arguments = ["--session", session, "run", "--"] + command
+        process.arguments = arguments
         process.environment = sandbox.environment
-        let pipe = Pipe()
+        let pipe = Pipe(), errorPipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        process.standardError = errorPipe
         process.standardInput = FileHandle.nullDevice
         pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
             let data = handle.availableData
             guard let self, !data.isEmpty else { return }
             self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
+        }
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+            let data = handle.availableData
+            guard let self, !data.isEmpty else { return }
+            self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
         process.terminationHandler = { [finished] _ in finished.signal() }
         try process.run()
@@ -221,6 +253,7 @@ final class AttachedRun: @unchecked Sendable {
     deinit { stop(process) }
 
     var output: String { lock.withLock { buffer } }
+    var errorOutput: String { lock.withLock { errorBuffer } }
     var lines: [String] { output.split(separator: "\n").map(String.init) }
 
     /// The first output line that starts with one of `prefixes`, once there is one.

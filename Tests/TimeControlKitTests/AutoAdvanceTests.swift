@@ -1,0 +1,261 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// The session scheduler (SPEC §8): `run --auto-advance`, `daemon`,
+/// `tick --step`, `run-pending`, their library forms, and the loop guards.
+/// Every assertion is on virtual time; real time only guards against hangs.
+@Suite("Auto-advance: the session scheduler")
+struct AutoAdvanceTests {
+    static let second: Int64 = 1_000_000_000
+    static let start: Int64 = 1_451_649_600 * second  // 2016-01-01T12:00:00Z
+
+    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session(name)
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start))
+        return (sandbox, session)
+    }
+
+    /// Lines of `text` that are whole numbers (`date +%s%N`).
+    func stamps(_ text: String) -> [Int64] {
+        text.split(separator: "\n").compactMap { Int64($0) }
+    }
+
+    @Test("run --auto-advance: 100 sleeps of 0.1 s are 10 s of virtual time, and the report says so")
+    func shellLoop() throws {
+        let (sandbox, _) = try frozenSession("loop")
+        let result = try sandbox.timectl("--session", "loop", "run", "--auto-advance", "--report", "--",
+                                         "sh", "-c", "date +%s%N; for i in $(seq 100); do sleep 0.1; done; date +%s%N")
+        #expect(result.status == 0, "\(result)")
+        #expect(stamps(result.stdout) == [Self.start, Self.start + 10 * Self.second])
+        #expect(result.stderr.hasPrefix("timectl: auto-advance: 100 steps, 10s of virtual time in "), "\(result.stderr)")
+        #expect(result.stderr.contains("× real speed)"))
+    }
+
+    @Test("run --auto-advance freezes a running session first, so the run is exactly repeatable")
+    func freezesFirst() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let script = "date +%s%N; sleep 2; date +%s%N"
+        let first = try sandbox.timectl("--session", "fresh", "run", "--auto-advance", "--", "sh", "-c", script)
+        let times = stamps(first.stdout)
+        #expect(times.count == 2 && times[1] - times[0] == 2 * Self.second, "\(first)")
+        #expect(try sandbox.session("fresh").status().frozen)
+        // --keep-rate leaves it running: real time passes between the steps too.
+        try sandbox.session("running").resume()
+        let kept = try sandbox.timectl("--session", "running", "run", "--auto-advance", "--keep-rate", "--", "sh", "-c", script)
+        let keptTimes = stamps(kept.stdout)
+        #expect(keptTimes.count == 2 && keptTimes[1] - keptTimes[0] > 2 * Self.second, "\(kept)")
+        #expect(try !sandbox.session("running").status().frozen)
+    }
+
+    @Test("two cooperating processes: the reader gets the writer's data at +5 s, never its 10 s timeout")
+    func cooperatingProcesses() throws {
+        let (sandbox, _) = try frozenSession("fifo")
+        let fifo = sandbox.directory + "/channel"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = """
+            import os, select, sys, time
+            fd = os.open(sys.argv[1], os.O_RDWR)
+            start = time.monotonic_ns()
+            poller = select.poll(); poller.register(fd, select.POLLIN)
+            events = poller.poll(10000)
+            print("reader", os.read(fd, 100).decode().strip() if events else "timed out", time.monotonic_ns() - start, flush=True)
+            """
+        let result = try sandbox.timectl("--session", "fifo", "run", "--auto-advance", "--", "sh", "-c",
+                                         "python3 -c \"$0\" \"$1\" & sleep 5; echo hello > \"$1\"; wait", reader, fifo)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "reader hello \(5 * Self.second)\n")
+    }
+
+    @Test("Swift Task.sleep loops and Python asyncio sleeps complete in virtual order, at exact times")
+    func runtimesInOrder() throws {
+        let (sandbox, _) = try frozenSession("order")
+        let swift = try sandbox.timectl("--session", "order", "run", "--auto-advance", "--", Build.swiftProbe, "task-loops", "3", "2", "5")
+        #expect(swift.status == 0, "\(swift)")
+        #expect(swift.lines == [
+            "task 2 lap 1 at \(2 * Self.second)", "task 2 lap 2 at \(4 * Self.second)", "task 5 lap 1 at \(5 * Self.second)",
+            "task 2 lap 3 at \(6 * Self.second)", "task 5 lap 2 at \(10 * Self.second)", "task 5 lap 3 at \(15 * Self.second)",
+        ])
+        let python = try sandbox.timectl("--session", "order", "run", "--auto-advance", "--", "python3", "-c", """
+            import asyncio, time
+            start = time.monotonic_ns()
+            async def sleeper(name, seconds):
+                await asyncio.sleep(seconds)
+                print(name, time.monotonic_ns() - start, flush=True)
+            async def main():
+                await asyncio.gather(sleeper("c", 30), sleeper("a", 10), sleeper("b", 20), sleeper("d", 45))
+            asyncio.run(main())
+            """)
+        #expect(python.status == 0, "\(python)")
+        #expect(python.lines == ["a \(10 * Self.second)", "b \(20 * Self.second)", "c \(30 * Self.second)", "d \(45 * Self.second)"])
+    }
+
+    @Test("a process spinning on the clock is never advanced past: it is not quiescent")
+    func spinnerHoldsTimeStill() throws {
+        let (sandbox, _) = try frozenSession("spin")
+        let spinner = """
+            import time
+            start = time.monotonic_ns()
+            for _ in range(1_500_000): time.monotonic_ns()
+            print("spun", time.monotonic_ns() - start, flush=True)
+            """
+        let result = try sandbox.timectl("--session", "spin", "run", "--auto-advance", "--", "sh", "-c",
+                                         "python3 -c \"$0\" & sleep 10; echo slept; wait", spinner)
+        #expect(result.status == 0, "\(result)")
+        // Had the scheduler advanced while the spinner ran, the spinner would have seen the 10 s.
+        #expect(result.lines == ["spun 0", "slept"])
+    }
+
+    @Test("the loop guard stops a program that re-arms a 0 s timer for ever, and names it")
+    func zeroTimerLoopGuard() throws {
+        let (sandbox, session) = try frozenSession("zero")
+        let probe = try CFixture.path("wait_probe")
+        let result = try sandbox.timectl("--session", "zero", "run", "--auto-advance", "--", probe, "rearm-zero-timer")
+        #expect(result.status == 125, "\(result)")
+        let line = result.stderr.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(line.hasPrefix("timectl: pid "), "\(result.stderr)")
+        #expect(line.contains("(wait_probe) began "))
+        #expect(line.contains("waits that were already due while virtual time stood still"))
+        #expect(line.contains("the loop guard stopped it"))
+        #expect(session.attachedProcesses().isEmpty, "the program was stopped")
+        #expect(session.status().scheduler == nil, "and the scheduler is gone")
+    }
+
+    @Test("tick --step stops at each pending deadline in order; a plain tick jumps the whole way")
+    func tickStep() throws {
+        let script = "sleep 3; date +%s%N; sleep 3; date +%s%N; sleep 100"
+        let (sandbox, session) = try frozenSession("step")
+        let stepped = try AttachedRun(sandbox, session: "step", ["sh", "-c", script])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        let tick = try sandbox.timectl("--session", "step", "tick", "10", "--step")
+        #expect(tick.status == 0, "\(tick)")
+        #expect(stamps(stepped.output) == [Self.start + 3 * Self.second, Self.start + 6 * Self.second])
+        #expect(session.wallClockNanoseconds == Self.start + 10 * Self.second)
+        // tick --step settles at the end: the last sleep is already pending, 96 s to go.
+        #expect(session.pendingWaits().map(\.remainingNanoseconds) == [96 * Self.second])
+
+        let (plainSandbox, plainSession) = try frozenSession("plain")
+        let plain = try AttachedRun(plainSandbox, session: "plain", ["sh", "-c", script])
+        plainSandbox.waitForWaits(plainSession) { $0.contains { $0.kind == "sleep" } }
+        #expect(try plainSandbox.timectl("--session", "plain", "tick", "10").status == 0)
+        #expect(plain.line(startingWith: "1") == String(Self.start + 10 * Self.second), "the sleeper sees the whole tick")
+        let pending = plainSandbox.waitForWaits(plainSession) { !$0.isEmpty }
+        #expect(pending.map(\.remainingNanoseconds) == [3 * Self.second])
+    }
+
+    @Test("run-pending advances until nothing waits")
+    func runPending() throws {
+        let (sandbox, session) = try frozenSession("pending")
+        let run = try AttachedRun(sandbox, session: "pending", ["sh", "-c", "sleep 2; sleep 3; date +%s%N"])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        let result = try sandbox.timectl("--session", "pending", "run-pending")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "2 steps, 5s of virtual time; nothing pending\n")
+        #expect(run.exitStatus() == 0)
+        #expect(stamps(run.output) == [Self.start + 5 * Self.second])
+    }
+
+    @Test("run-pending's step guard stops a program that re-arms its timer for ever, naming the wait")
+    func runPendingStepGuard() throws {
+        let (sandbox, session) = try frozenSession("busy")
+        let busy = try AttachedRun(sandbox, session: "busy", ["python3", "-c", "import time\nwhile True: time.sleep(0.001)"])
+        let pid = sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }.first?.pid ?? 0
+        let before = session.monotonicNanoseconds
+        let result = try sandbox.timectl("--session", "busy", "run-pending", "--max-steps", "50")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr == "timectl: gave up after 50 steps to the next deadline (the step limit) without running out of pending waits; the wait that kept coming back: python3 (pid \(pid)): sleep on CLOCK_MONOTONIC, 50 times\n")
+        #expect(session.monotonicNanoseconds - before == 50 * 1_000_000, "exactly 50 steps of 1 ms")
+        #expect(busy.isRunning)
+    }
+
+    @Test("timectl daemon advances a session driven from shells, shows in status, allows one scheduler, and stops cleanly")
+    func daemon() throws {
+        let (sandbox, session) = try frozenSession("shared")
+        let daemon = try AttachedRun(sandbox, timectl: ["--session", "shared", "daemon"])
+        let deadline = Date().addingTimeInterval(30)
+        while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
+        let scheduler = try #require(session.schedulerProcess)
+        #expect(scheduler.pid == daemon.process.processIdentifier)
+
+        let worker = try sandbox.timectl("--session", "shared", "run", "--", "sh", "-c", "sleep 30; date +%s%N")
+        #expect(worker.status == 0, "\(worker)")
+        #expect(stamps(worker.stdout) == [Self.start + 30 * Self.second])
+        let status = try sandbox.timectl("--session", "shared", "status")
+        #expect(status.stdout.contains("scheduler   auto-advance by pid \(scheduler.pid) (timectl), 1 step so far\n"), "\(status)")
+
+        let second = try sandbox.timectl("--session", "shared", "daemon")
+        #expect(second.status == 1)
+        #expect(second.stderr == "timectl: session 'shared' already has an auto-advance scheduler (pid \(scheduler.pid)); stop it first ('timectl daemon --stop --session shared')\n")
+        let alsoRun = try sandbox.timectl("--session", "shared", "run", "--auto-advance", "--", "true")
+        #expect(alsoRun.status == 125)
+
+        let stop = try sandbox.timectl("--session", "shared", "daemon", "--stop")
+        #expect(stop.status == 0, "\(stop)")
+        #expect(daemon.exitStatus() == 0)
+        #expect(daemon.errorOutput.hasPrefix("timectl: daemon for session 'shared' stopped: 1 step, 30s of virtual time in "), "\(daemon.errorOutput)")
+        #expect(session.schedulerProcess == nil)
+        #expect(try sandbox.timectl("--session", "shared", "status").stdout.contains("scheduler   none"))
+        let again = try sandbox.timectl("--session", "shared", "daemon", "--stop")
+        #expect(again.status == 1)
+        #expect(again.stderr == "timectl: session 'shared' has no scheduler running\n")
+    }
+
+    @Test("the library: startAutoAdvance, stepForward(by:) and runUntilIdle()")
+    func library() async throws {
+        try Build.requireShim()
+        let origin = Date(timeIntervalSince1970: 1_451_649_600)
+        let session = try TimeSession.temporary(frozenAt: origin)
+
+        let autoAdvance = try session.startAutoAdvance()
+        #expect(throws: TimeControlError.self) { try session.startAutoAdvance() }
+        let sleeper = try session.spawn("sh", ["-c", "sleep 60; date -u +%s"])
+        #expect(try await sleeper.waitForExit() == .exited(0))
+        #expect(sleeper.standardOutput == "1451649660\n")
+        let report = autoAdvance.stop()
+        #expect(report.steps == 1)
+        #expect(report.virtualNanoseconds == 60 * Self.second)
+        #expect(autoAdvance.failure == nil)
+        #expect(session.schedulerProcess == nil)
+
+        let stepper = try session.spawn("sh", ["-c", "sleep 3; date -u +%s; sleep 3; date -u +%s"])
+        try await session.waitForPendingWaits(count: 1) { $0.pid != getpid() }
+        let stepped = try await session.stepForward(by: .seconds(10))
+        #expect(stepped.steps == 2)
+        #expect(stepped.elapsed == .seconds(10))
+        #expect(try await stepper.waitForExit() == .exited(0))
+        #expect(stepper.standardOutput == "1451649663\n1451649666\n")
+
+        let idler = try session.spawn("sh", ["-c", "sleep 2; sleep 3; date -u +%s"])
+        try await session.waitForPendingWaits(count: 1)
+        let idle = try await session.runUntilIdle()
+        #expect(idle.steps == 2)
+        #expect(idle.elapsed == .seconds(5))
+        #expect(try await idler.waitForExit() == .exited(0))
+        #expect(idler.standardOutput == "1451649675\n")
+    }
+
+    @Test("bad scheduler options get one line, exit 64, and change nothing", arguments: [
+        (["run", "--keep-rate", "--", "true"], "--keep-rate only applies with --auto-advance"),
+        (["run", "--report", "--", "true"], "--report only applies with --auto-advance"),
+        (["run", "--auto-advance", "--max-steps", "0", "--", "true"], "--max-steps must be a whole number of at least 1, got 0"),
+        (["tick", "3", "--step", "--to-next"], "give either --step or --to-next, not both"),
+        (["tick", "--step"], "expected exactly one DURATION"),
+        (["tick", "3", "--max-steps", "5"], "--max-steps only applies with --step"),
+        (["run-pending", "--max-steps", "0"], "--max-steps must be a whole number of at least 1, got 0"),
+        (["daemon", "--stop", "--keep-rate"], "--keep-rate does not apply with --stop"),
+    ])
+    func badOptions(arguments: [String], message: String) throws {
+        let (sandbox, session) = try frozenSession("strict")
+        let before = session.status()
+        let result = try sandbox.timectl(["--session", "strict"] + arguments)
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr.hasPrefix("timectl: "), "\(result.stderr)")
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(session.status().verbsApplied == before.verbsApplied)
+        #expect(session.wallClockNanoseconds == Self.start)
+    }
+}
