@@ -60,7 +60,7 @@ extension TimeSession {
     /// verb made due has returned, and every thread of every attached (or
     /// spawned) process, and of their descendants, is blocked again —
     /// decided from the kernel's state of those threads, not from a
-    /// real-time guess (see <doc:AutoAdvance>).
+    /// real-time guess (see <doc:AdvancingAutomatically>).
     public func settle(realTimeLimit: Duration = .seconds(30)) async throws {
         let scheduler = harnessScheduler()
         try await onOwnThread {
@@ -82,6 +82,7 @@ extension TimeSession {
     /// ```
     ///
     /// - Parameters:
+    ///   - duration: how far to advance in all; negative durations are refused.
     ///   - maxSteps: the loop guard: a process that re-arms a timer for ever
     ///     would otherwise make this step for ever; past it
     ///     ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)`` is thrown.

@@ -139,7 +139,8 @@ struct tc_segment {
     /* Bumped by every verb that changes the timeline; waiters FUTEX_WAIT on it. */
     uint32_t generation;               /* cache line 6 */
     /* Bumped whenever a wait-table slot is claimed or freed; woken (FUTEX_WAKE)
-       only while wait_watchers > 0, i.e. while a harness waits for waits. */
+       only while wait_watchers > 0, i.e. while a harness waits for waits or
+       a scheduler runs. */
     uint32_t wait_changes;
     uint64_t verbs_applied;            /* count of committed verbs, for status */
     uint32_t wait_watchers;
