@@ -580,7 +580,7 @@ int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *share
             {local_value, (uint64_t)(uintptr_t)local_word, TC_FUTEX2_SIZE_U32 | TC_FUTEX2_PRIVATE, 0},
         };
         long result = tc_raw_syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
-        if (result != -ENOSYS) return result == -ETIMEDOUT ? ETIMEDOUT : 0;
+        if (result != -ENOSYS) return result == -ETIMEDOUT ? ETIMEDOUT : result == -EINTR ? EINTR : 0;
         __atomic_store_n(&no_waitv, 1, __ATOMIC_RELAXED);
     }
     if (local_word) {
@@ -591,8 +591,8 @@ int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *share
         if (__atomic_load_n(local_word, __ATOMIC_ACQUIRE) != local_value) return 0;
     }
     long result = tc_raw_syscall(SYS_futex, shared_word, FUTEX_WAIT_BITSET, shared_value, &deadline, 0,
-                                 TC_WAKE_HELPERS);
-    return result == -ETIMEDOUT ? ETIMEDOUT : 0;
+                                 FUTEX_BITSET_MATCH_ANY);
+    return result == -ETIMEDOUT ? ETIMEDOUT : result == -EINTR ? EINTR : 0;
 }
 
 void tc_segment_watch_waits(struct tc_segment *segment, int watching) {

@@ -124,14 +124,6 @@ struct tc_segment_header {
 /* Set (atomically) by `timectl session remove` just before it unlinks the file. */
 #define TC_SEGMENT_FLAG_REMOVED 1u
 
-/*
- * Futex bitsets on `generation`. A verb wakes everyone (FUTEX_WAKE); a
- * process pokes only its own helper thread (see interpose/waiter.c), so
- * sleeping threads are not woken by other processes' timer changes.
- */
-#define TC_WAKE_SLEEPERS 1u
-#define TC_WAKE_HELPERS 2u
-
 struct tc_segment {
     struct tc_segment_header header;
     uint8_t header_padding[256 - sizeof(struct tc_segment_header)];

@@ -120,10 +120,10 @@ uint32_t tc_wait_collect(const struct tc_segment *segment, struct tc_wait_slot *
 /*
  * Blocks until `*shared_word` (a word of the segment: `generation` or
  * `wait_changes`) leaves `shared_value`, `*local_word` (process-private,
- * may be NULL) leaves `local_value`, or `timeout_ns` real ns pass (< 0:
- * a year). Returns 0, or ETIMEDOUT. Uses futex_waitv (Linux 5.16) to wait
- * on both words at once; without it, a change of the local word is noticed
- * within 20 ms.
+ * may be NULL) leaves `local_value`, `timeout_ns` real ns pass (< 0: a
+ * year), or a signal handler runs. Returns 0, ETIMEDOUT or EINTR. Uses
+ * futex_waitv (Linux 5.16) to wait on both words at once; without it, a
+ * change of the local word is noticed within 20 ms.
  */
 int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *shared_word, uint32_t shared_value,
                                const uint32_t *local_word, uint32_t local_value, int64_t timeout_ns);

@@ -37,4 +37,5 @@ void tc_real_resolve(void) {
     RESOLVE(close);
     RESOLVE(dup2);
     RESOLVE(dup3);
+    RESOLVE(sigaction);
 }

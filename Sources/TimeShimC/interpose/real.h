@@ -49,6 +49,7 @@ struct tc_real_functions {
     int (*close)(int);
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
+    int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 
 extern struct tc_real_functions tc_real;

@@ -25,20 +25,20 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
-        int interrupted = tc_signal_guard_interrupted(&guard);
-        if (!interrupted) {
-            tc_signal_guard_open(&guard);
-            interrupted = tc_wait_futex(segment, view.generation, real) == EINTR;
-            tc_signal_guard_close();
-        }
-        if (interrupted) {
+        uint32_t *signals = tc_thread_handled_signals();
+        uint32_t signals_seen = __atomic_load_n(signals, __ATOMIC_RELAXED);
+        tc_signal_guard_open(&guard);
+        int interrupted = tc_wait_futex(segment, view.generation, signals_seen, real) == EINTR;
+        tc_signal_guard_close();
+        /* Counted after closing: a handler that ran on the way out interrupted the sleep too. */
+        if (interrupted || __atomic_load_n(signals, __ATOMIC_RELAXED) != signals_seen) {
             int64_t now = tc_segment_read(segment, vclock);
             if (left) *left = deadline > now ? deadline - now : 0;
             result = EINTR;
             break;
         }
     }
-    pthread_cleanup_pop(1); /* the signal arrived meanwhile is handled here, before EINTR is returned */
+    pthread_cleanup_pop(1);
     pthread_cleanup_pop(1);
     return result;
 }

@@ -135,11 +135,8 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
-        if (tc_signal_guard_interrupted(&guard)) {
-            error = EINTR;
-            break;
-        }
         struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
+        uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
         tc_signal_guard_open(&guard);
         int returned = tc_real.sem_clockwait(sem, CLOCK_MONOTONIC, &until);
         int returned_errno = errno;
@@ -148,6 +145,9 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
             result = 0;
             break;
         }
+        /* Counted after closing: a handler that ran just before the slice, or on the way out, interrupted the wait too. */
+        if (returned_errno == ETIMEDOUT && __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED) != signals_seen)
+            returned_errno = EINTR;
         if (returned_errno != ETIMEDOUT) {
             error = returned_errno;
             break;

@@ -80,24 +80,6 @@ void tc_signal_guard_close(void) {
     pthread_sigmask(SIG_SETMASK, &all, NULL);
 }
 
-/* Signals whose default action is to do nothing: pending, they interrupt no wait. */
-static int ignored_by_default(int signal) {
-    return signal == SIGCHLD || signal == SIGURG || signal == SIGWINCH || signal == SIGCONT;
-}
-
-int tc_signal_guard_interrupted(const struct tc_signal_guard *guard) {
-    sigset_t pending;
-    if (sigpending(&pending) != 0) return 0;
-    for (int signal = 1; signal < NSIG; signal++) {
-        if (!sigismember(&pending, signal) || sigismember(&guard->application, signal)) continue;
-        struct sigaction action;
-        if (sigaction(signal, NULL, &action) != 0) continue;
-        if (action.sa_handler == SIG_IGN || (action.sa_handler == SIG_DFL && ignored_by_default(signal))) continue;
-        return 1;
-    }
-    return 0;
-}
-
 /* ---- the wait table ---- */
 
 void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {
@@ -124,18 +106,18 @@ void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argumen
 
 /* ---- futex sleeps ---- */
 
-int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_ns) {
-    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + bounded(real_ns));
+int tc_wait_futex(struct tc_segment *segment, uint32_t generation, uint32_t signals_seen, int64_t real_ns) {
+    uint32_t *signals = tc_thread_handled_signals();
     /* A cancellation point, as the sleeps it stands for. glibc cancels a
        thread blocked in a system call by signal, and only in asynchronous
        mode, which its own cancellable calls switch to around the call: so
        does this one, around the futex wait and nothing else. */
     int old_type;
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_type);
-    long result = tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAIT_BITSET, generation, &deadline, 0,
-                                 TC_WAKE_SLEEPERS);
+    int result = tc_segment_wait_for_change(segment, &segment->generation, generation, signals, signals_seen,
+                                            bounded(real_ns));
     pthread_setcanceltype(old_type, NULL);
-    return result == -EINTR ? EINTR : 0;
+    return result == EINTR || __atomic_load_n(signals, __ATOMIC_RELAXED) != signals_seen ? EINTR : 0;
 }
 
 /* ---- descriptors the shim owns ---- */

@@ -66,11 +66,17 @@ void tc_wait_end_cleanup(void *argument);
 
 /*
  * Blocks until the generation moves on from `generation`, `real_ns` real ns
- * pass, or a signal handler runs. Returns 0 or EINTR. Always given a
+ * pass, or the calling thread runs a signal handler: the kernel interrupts
+ * the wait, or the thread's count of handlers (see signals.c) has left
+ * `signals_seen` — a handler that ran just before the wait, or just after
+ * it, while the shim's own code ran. Returns 0 or EINTR. Always given a
  * timeout, so that the kernel reports EINTR after any handler, as nanosleep
  * does, instead of restarting under SA_RESTART. A cancellation point.
  */
-int tc_wait_futex(struct tc_segment *segment, uint32_t generation, int64_t real_ns);
+int tc_wait_futex(struct tc_segment *segment, uint32_t generation, uint32_t signals_seen, int64_t real_ns);
+
+/* The calling thread's count of signal handlers run through the shim's trampoline (signals.c). */
+uint32_t *tc_thread_handled_signals(void);
 
 /* timespec for a real relative timeout in ns (TC_FOREVER → a year). */
 struct timespec tc_real_timeout(int64_t real_ns);
@@ -81,12 +87,11 @@ struct timespec tc_real_timeout(int64_t real_ns);
  * them would be lost to the caller, who expects the wait to end with
  * EINTR. So between real waits every signal is blocked, and the
  * application's own mask is let in only during one: atomically for ppoll,
- * pselect and epoll_pwait (their sigmask argument); for futex and
- * semaphore waits, which take none, by first looking for a pending signal
- * the application handles (the wait then ends with EINTR) and unblocking
- * just before the call — the same instant of exposure libc's own
- * nanosleep has. Cancellation is not affected: libc never blocks its
- * cancellation signal.
+ * pselect and epoll_pwait (their sigmask argument). Futex and semaphore
+ * waits take no mask; around them the mask is opened and closed again,
+ * and the thread's count of handlers (tc_thread_handled_signals) tells
+ * whether one ran meanwhile. Cancellation is not affected: libc never
+ * blocks its cancellation signal.
  */
 struct tc_signal_guard {
     sigset_t application;  /* the mask the application had when the wait began */
@@ -97,9 +102,6 @@ void tc_signal_guard_enter(struct tc_signal_guard *guard);
 void tc_signal_guard_leave(struct tc_signal_guard *guard);
 /* pthread_cleanup_push handler for tc_signal_guard_leave. */
 void tc_signal_guard_leave_cleanup(void *guard);
-/* Whether a signal is pending that the application's mask lets in and whose
-   handler runs (or whose default action ends the process). */
-int tc_signal_guard_interrupted(const struct tc_signal_guard *guard);
 /* Around one real wait that takes no signal mask. */
 void tc_signal_guard_open(const struct tc_signal_guard *guard);
 void tc_signal_guard_close(void);
