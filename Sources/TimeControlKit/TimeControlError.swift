@@ -47,6 +47,10 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case livelock(pid: Int32, command: String, immediateWaits: Int)
     /// Another auto-advance scheduler already owns the session.
     case schedulerRunning(session: String, pid: Int32)
+    /// A trace file that is missing, truncated, altered or of another format version.
+    case untrustedTrace(path: String, problem: String)
+    /// `timectl record` would replace an existing file.
+    case traceExists(path: String)
     /// There was no pending wait to advance to.
     case nothingPending(session: String)
 
@@ -89,6 +93,10 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "gave up after \(steps) steps to the next deadline (the step limit) without \(goal); the wait that kept coming back: \(busiest)"
         case .livelock(let pid, let command, let count):
             return "pid \(pid) (\(command)) began \(count) waits that were already due while virtual time stood still and nothing else ran (a 0 s timer re-armed in a loop?); no step can end that, so the loop guard stopped it"
+        case .untrustedTrace(let path, let problem):
+            return "trace \(path) \(problem)"
+        case .traceExists(let path):
+            return "\(path) already exists; give another --trace FILE, or --force to replace it"
         case .schedulerRunning(let session, let pid):
             return "session '\(session)' already has an auto-advance scheduler (pid \(pid)); stop it first ('timectl daemon --stop --session \(session)')"
         case .nothingPending(let session):

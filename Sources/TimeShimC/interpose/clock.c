@@ -4,7 +4,9 @@
  * Attached, a read is tc_segment_read(): a sequence check, a few loads and,
  * unless the session is frozen, one vDSO read of the real monotonic clock.
  * Unattached, or for clocks the session does not replace (CPU-time clocks),
- * the call goes straight to the vDSO, as libc's own would.
+ * the call goes straight to the vDSO, as libc's own would. While the
+ * process records or replays (trace.h), reads leave this path for
+ * tc_trace_read(), so that plain reads pay nothing for it.
  *
  * Each entry point is a static function exported under libc's names by an
  * alias: libc's headers declare some arguments nonnull, which would let the
@@ -12,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -26,27 +29,41 @@ static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
     return (int)tc_shim_errno_result(tc_real_clock_gettime(clock, ts));
 }
 
-/* Writes the session's value for `clock`, or returns 0 when the real clock answers. */
-__attribute__((always_inline)) static inline int virtual_time(clockid_t clock, struct timespec *value) {
-    int vclock = tc_vclock_for_clockid(clock);
-    if (vclock < 0) return 0;
+/* Reads not on the plain attached path: initialisation, recording, replay, real time. */
+__attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
-    tc_segment_read_into(segment, vclock, value);
+    if (tc_trace_mode == TC_TRACE_OFF) tc_segment_read_into(segment, vclock, value);
+    else tc_trace_read(call, clock, vclock, segment, value);
     return 1;
 }
 
-static int shim_clock_gettime(clockid_t clock, struct timespec *ts) {
-    if (!virtual_time(clock, ts)) return real_clock_gettime(clock, ts);
+/* Writes the session's value for `clock` (through `call`, an enum tc_call), or returns 0 when the real clock answers. */
+__attribute__((always_inline)) static inline int virtual_time(int call, clockid_t clock, struct timespec *value) {
+    int vclock = tc_vclock_for_clockid(clock);
+    if (vclock < 0) return 0;
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
+    if (TC_LIKELY(segment != NULL)) {
+        tc_segment_read_into(segment, vclock, value);
+        return 1;
+    }
+    if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return 0;
+    return virtual_time_otherwise(call, clock, vclock, value);
+}
+
+static int read_clock(int call, clockid_t clock, struct timespec *ts) {
+    if (!virtual_time(call, clock, ts)) return real_clock_gettime(clock, ts);
     return 0;
 }
+
+static int shim_clock_gettime(clockid_t clock, struct timespec *ts) { return read_clock(TC_CALL_CLOCK_GETTIME, clock, ts); }
 
 TC_EXPORT int clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));
 TC_EXPORT int __clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));
 
 static int shim_gettimeofday(struct timeval *tv, void *tz) {
     struct timespec ts;
-    if (!virtual_time(CLOCK_REALTIME, &ts))
+    if (!virtual_time(TC_CALL_GETTIMEOFDAY, CLOCK_REALTIME, &ts))
         return (int)tc_shim_errno_result(__atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz));
     if (tz) __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(NULL, tz);
     if (tv) {
@@ -61,7 +78,7 @@ TC_EXPORT int __gettimeofday(struct timeval *restrict, void *restrict) __attribu
 
 static time_t shim_time(time_t *out) {
     struct timespec ts;
-    if (!virtual_time(CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
+    if (!virtual_time(TC_CALL_TIME, CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
     time_t seconds = ts.tv_sec;
     if (out) *out = seconds;
     return seconds;
@@ -71,14 +88,14 @@ TC_EXPORT time_t time(time_t *) __attribute__((alias("shim_time")));
 
 static int shim_timespec_get(struct timespec *ts, int base) {
     if (base != TIME_UTC) return 0;
-    return shim_clock_gettime(CLOCK_REALTIME, ts) == 0 ? base : 0;
+    return read_clock(TC_CALL_TIMESPEC_GET, CLOCK_REALTIME, ts) == 0 ? base : 0;
 }
 
 TC_EXPORT int timespec_get(struct timespec *, int) __attribute__((alias("shim_timespec_get")));
 
 static int shim_ftime(struct timeb *tb) {
     struct timespec ts;
-    shim_clock_gettime(CLOCK_REALTIME, &ts);
+    read_clock(TC_CALL_FTIME, CLOCK_REALTIME, &ts);
     tb->time = ts.tv_sec;
     tb->millitm = (unsigned short)(ts.tv_nsec / 1000000);
     tb->timezone = 0;
@@ -93,7 +110,7 @@ static int ntp_read(struct timex *tx, struct timeval *time_out) {
     memset(tx, 0, sizeof(*tx));
     long state = tc_shim_errno_result(tc_raw_syscall(SYS_adjtimex, tx));
     struct timespec ts;
-    if (state >= 0 && virtual_time(CLOCK_REALTIME, &ts)) {
+    if (state >= 0 && virtual_time(TC_CALL_NTP_GETTIME, CLOCK_REALTIME, &ts)) {
         time_out->tv_sec = ts.tv_sec;
         time_out->tv_usec = (tx->status & STA_NANO) ? ts.tv_nsec : ts.tv_nsec / 1000;
     } else {
@@ -144,7 +161,7 @@ TC_EXPORT long syscall(long number, ...) {
     va_end(args);
     switch (number) {
     case SYS_clock_gettime:
-        if (!virtual_time((clockid_t)a1, (struct timespec *)a2)) break;
+        if (!virtual_time(TC_CALL_SYSCALL, (clockid_t)a1, (struct timespec *)a2)) break;
         return 0;
 #ifdef SYS_gettimeofday
     case SYS_gettimeofday: return shim_gettimeofday((struct timeval *)a1, (void *)a2);

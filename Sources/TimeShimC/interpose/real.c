@@ -38,4 +38,5 @@ void tc_real_resolve(void) {
     RESOLVE(dup2);
     RESOLVE(dup3);
     RESOLVE(sigaction);
+    RESOLVE(pthread_create);
 }

@@ -50,6 +50,7 @@ struct tc_real_functions {
     int (*dup2)(int, int);
     int (*dup3)(int, int, int);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 };
 
 extern struct tc_real_functions tc_real;

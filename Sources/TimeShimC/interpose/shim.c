@@ -13,6 +13,8 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "real.h"
+#include "text.h"
+#include "trace.h"
 #include "waiter.h"
 
 #include <elf.h>
@@ -28,6 +30,7 @@
 
 int tc_shim_state = TC_SHIM_UNINITIALISED;
 struct tc_segment *tc_shim_attached_segment;
+struct tc_segment *tc_shim_read_segment;
 
 static int32_t initialising_tid;
 static int32_t process_id;
@@ -43,31 +46,10 @@ long tc_shim_errno_result(long kernel_result) {
     return kernel_result;
 }
 
-/* ---- one-line messages without stdio (we may be inside malloc or a signal handler) ---- */
+/* ---- one-line messages ---- */
 
-struct line {
-    char text[512];
-    size_t length;
-};
-
-static void append(struct line *line, const char *s) {
-    while (*s && line->length < sizeof(line->text) - 1) line->text[line->length++] = *s++;
-}
-
-static void append_number(struct line *line, long value) {
-    char digits[24];
-    int n = 0;
-    unsigned long v = value < 0 ? -(unsigned long)value : (unsigned long)value;
-    do digits[n++] = (char)('0' + v % 10); while ((v /= 10) && n < 23);
-    if (value < 0) append(line, "-");
-    while (n > 0) {
-        char c[2] = {digits[--n], 0};
-        append(line, c);
-    }
-}
-
-static void write_line(struct line *line) {
-    append(line, "\n");
+static void write_line(struct tc_text *line) {
+    tc_text_append(line, "\n");
     tc_raw_syscall(SYS_write, 2, line->text, line->length);
 }
 
@@ -112,7 +94,9 @@ static void register_this_process(void) {
 static int attached(void) { return __atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED; }
 
 static void before_fork(void) {
-    if (attached()) tc_timers_before_fork();
+    if (!attached()) return;
+    tc_trace_before_fork();
+    tc_timers_before_fork();
 }
 
 static void after_fork_in_parent(void) {
@@ -123,6 +107,7 @@ static void after_fork_in_child(void) {
     if (!attached()) return;
     register_this_process();
     tc_waiters_after_fork_in_child();
+    tc_trace_after_fork_in_child();
 }
 
 __attribute__((destructor)) static void detach_at_exit(void) {
@@ -134,40 +119,51 @@ __attribute__((destructor)) static void detach_at_exit(void) {
  * SPEC §7: a segment we cannot trust is never silently replaced by real
  * time. Exit with a distinct status unless the user opted into real time.
  */
-static void refuse(const char *path, const char *problem, const struct tc_failure *failure) {
+static void refuse_as(const char *subject, const char *path, const char *problem, const struct tc_failure *failure) {
     const char *policy = getenv("TIMECTL_ON_ERROR");
     int fall_back = policy && strcmp(policy, "realtime") == 0;
-    struct line line = {.length = 0};
-    append(&line, "timectl: ");
-    append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
-    append(&line, "[");
-    append_number(&line, tc_raw_syscall(SYS_getpid, 0));
-    append(&line, "]: session segment ");
-    append(&line, path);
-    append(&line, " ");
+    struct tc_text line = {.length = 0};
+    tc_text_append(&line, "timectl: ");
+    tc_text_append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
+    tc_text_append(&line, "[");
+    tc_text_append_number(&line, tc_raw_syscall(SYS_getpid, 0));
+    tc_text_append(&line, "]: ");
+    tc_text_append(&line, subject);
+    tc_text_append(&line, " ");
+    tc_text_append(&line, path);
+    tc_text_append(&line, " ");
     if (failure && failure->result == TC_E_VERSION) {
-        append(&line, "has segment layout version ");
-        append_number(&line, failure->found_version);
-        append(&line, ", this shim reads version ");
-        append_number(&line, TC_SEGMENT_VERSION);
+        tc_text_append(&line, "has segment layout version ");
+        tc_text_append_number(&line, failure->found_version);
+        tc_text_append(&line, ", this shim reads version ");
+        tc_text_append_number(&line, TC_SEGMENT_VERSION);
     } else {
-        append(&line, problem);
+        tc_text_append(&line, problem);
     }
     if (failure && failure->result == TC_E_SYSCALL) {
-        append(&line, " (");
-        append(&line, failure->syscall);
-        append(&line, ": ");
-        append(&line, strerrorname_np(failure->sys_errno) ? strerrorname_np(failure->sys_errno) : "error");
-        append(&line, ")");
+        tc_text_append(&line, " (");
+        tc_text_append(&line, failure->syscall);
+        tc_text_append(&line, ": ");
+        tc_text_append(&line, strerrorname_np(failure->sys_errno) ? strerrorname_np(failure->sys_errno) : "error");
+        tc_text_append(&line, ")");
     }
     if (fall_back) {
-        append(&line, "; running on real time (TIMECTL_ON_ERROR=realtime)");
+        tc_text_append(&line, "; running on real time (TIMECTL_ON_ERROR=realtime)");
         write_line(&line);
         return;
     }
-    append(&line, "; refusing to run on real time (set TIMECTL_ON_ERROR=realtime to allow it)");
+    tc_text_append(&line, "; refusing to run on real time (set TIMECTL_ON_ERROR=realtime to allow it)");
     write_line(&line);
     tc_raw_syscall(SYS_exit_group, TC_SHIM_REFUSAL_STATUS);
+}
+
+static void refuse(const char *path, const char *problem, const struct tc_failure *failure) {
+    refuse_as("session segment", path, problem, failure);
+}
+
+/* A recording or replay that cannot be set up is refused like a segment: no silent run unrecorded. */
+static void refuse_trace(const char *path, const char *problem) {
+    refuse_as(getenv("TIMECTL_RECORD") ? "recording" : "trace", path ? path : "(unnamed)", problem, NULL);
 }
 
 static int attach(void) {
@@ -190,6 +186,13 @@ static int attach(void) {
     }
     attaching_segment = mapping.segment;
     register_this_process();
+    const char *trace_path = NULL;
+    const char *trace_problem = tc_trace_attach(attaching_segment, &trace_path);
+    if (trace_problem) {
+        refuse_trace(trace_path, trace_problem);
+        tc_proc_unregister(attaching_segment, process_slot, process_id);
+        return TC_SHIM_REAL;
+    }
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return TC_SHIM_ATTACHED;
 }
@@ -205,7 +208,10 @@ struct tc_segment *tc_shim_initialise(void) {
         tc_real_resolve();
         int state = attach();
         errno = saved_errno;
-        if (state == TC_SHIM_ATTACHED) __atomic_store_n(&tc_shim_attached_segment, attaching_segment, __ATOMIC_RELEASE);
+        if (state == TC_SHIM_ATTACHED) {
+            __atomic_store_n(&tc_shim_attached_segment, attaching_segment, __ATOMIC_RELEASE);
+            if (tc_trace_mode == TC_TRACE_OFF) __atomic_store_n(&tc_shim_read_segment, attaching_segment, __ATOMIC_RELEASE);
+        }
         __atomic_store_n(&tc_shim_state, state, __ATOMIC_RELEASE);
         return state == TC_SHIM_ATTACHED ? attaching_segment : NULL;
     }

@@ -7,6 +7,7 @@
 
 #include "timectl_segment_io.h"
 #include "timectl_timeline.h"
+#include "timectl_trace.h"
 
 #define TC_EXPORT __attribute__((visibility("default")))
 #define TC_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -23,6 +24,8 @@ enum tc_shim_state {
 
 extern int tc_shim_state;
 extern struct tc_segment *tc_shim_attached_segment;
+/* The same segment, published only when clock reads need nothing but it (not while recording or replaying). */
+extern struct tc_segment *tc_shim_read_segment;
 
 struct tc_segment *tc_shim_initialise(void);
 

@@ -56,7 +56,7 @@ static int64_t request_ns(const struct timespec *request) {
 static int sleep_on(struct tc_segment *segment, int vclock, int flags, const struct timespec *request,
                     struct timespec *remain) {
     if (!valid_request(request)) return EINVAL;
-    int64_t deadline = (flags & TIMER_ABSTIME) ? request_ns(request)
+    int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, request_ns(request))
                                                : tc_wait_deadline_after(segment, vclock, request_ns(request));
     int64_t left = 0;
     int result = sleep_until(segment, vclock, deadline, &left);

@@ -103,14 +103,15 @@ static int shim_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mu
     int vclock = tc_vclock_for_clockid(clock);
     if (!segment || vclock < 0) return tc_real.pthread_cond_clockwait(cond, mutex, clock, abstime);
     if (!valid_abstime(abstime)) return EINVAL;
-    return cond_wait_until(segment, cond, mutex, vclock, abstime_ns(abstime));
+    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
 }
 
 static int shim_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *abstime) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return tc_real.pthread_cond_timedwait(cond, mutex, abstime);
     if (!valid_abstime(abstime)) return EINVAL;
-    return cond_wait_until(segment, cond, mutex, tc_vclock_for_clockid(cond_clock(cond)), abstime_ns(abstime));
+    int vclock = tc_vclock_for_clockid(cond_clock(cond));
+    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
 }
 
 TC_EXPORT int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
@@ -168,7 +169,7 @@ static int shim_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec
         errno = EINVAL;
         return -1;
     }
-    return sem_wait_until(segment, sem, vclock, abstime_ns(abstime));
+    return sem_wait_until(segment, sem, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
 }
 
 static int shim_sem_timedwait(sem_t *sem, const struct timespec *abstime) {
@@ -204,7 +205,7 @@ static int shim_pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
     int vclock = tc_vclock_for_clockid(clock);
     if (!segment || vclock < 0) return tc_real.pthread_mutex_clocklock(mutex, clock, abstime);
     if (!valid_abstime(abstime)) return pthread_mutex_trylock(mutex) == 0 ? 0 : EINVAL;
-    return mutex_lock_until(segment, mutex, vclock, abstime_ns(abstime));
+    return mutex_lock_until(segment, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
 }
 
 static int shim_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime) {

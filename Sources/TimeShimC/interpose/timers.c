@@ -146,7 +146,8 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
     disarm(timer);
     int64_t value = timespec_ns(setting->it_value);
     if (value == 0) return;
-    timer->deadline = absolute ? value : tc_wait_deadline_after(segment, timer->vclock, value);
+    timer->deadline = absolute ? tc_wait_absolute_deadline(segment, timer->vclock, value)
+                               : tc_wait_deadline_after(segment, timer->vclock, value);
     timer->interval = timespec_ns(setting->it_interval);
     timer->overrun = 0;
     timer->armed = 1;

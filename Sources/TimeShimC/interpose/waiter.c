@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "waiter.h"
+#include "trace.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -95,11 +96,19 @@ void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kin
     wait->owner = tc_wait_owner(pid, tid);
     wait->slot = tc_wait_claim(segment, pid, tid, kind, vclock, deadline, tc_real_ns(CLOCK_BOOTTIME));
     if (deadline <= tc_segment_read(segment, vclock)) tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
+    /* A thread's own waits are part of its recording; a timer belongs to no thread. */
+    if (tid != 0 && tc_trace_mode != TC_TRACE_OFF) tc_trace_wait_begin(kind, vclock, deadline);
 }
 
 void tc_wait_end(struct tc_wait *wait) {
     tc_wait_release(wait->segment, wait->slot, wait->owner);
     wait->slot = -1;
+    if (tc_wait_owner_tid(wait->owner) != 0 && tc_trace_mode != TC_TRACE_OFF)
+        tc_trace_wait_end(wait->segment, wait->vclock, wait->deadline);
+}
+
+int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute) {
+    return tc_trace_mode == TC_TRACE_REPLAYING ? tc_trace_session_deadline(segment, vclock, absolute) : absolute;
 }
 
 void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argument); }
@@ -352,7 +361,8 @@ static void start_helper(struct tc_segment *segment) {
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pthread_t thread;
-    if (pthread_create(&thread, &attributes, helper_main, (void *)(uintptr_t)generation) != 0)
+    /* libc's own: the helper is not one of the application's threads, which record and replay number. */
+    if (tc_real.pthread_create(&thread, &attributes, helper_main, (void *)(uintptr_t)generation) != 0)
         __atomic_store_n(&helper_started, 0, __ATOMIC_RELEASE);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attributes);

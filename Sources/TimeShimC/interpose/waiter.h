@@ -47,6 +47,9 @@ int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline
 /* A deadline `relative` virtual ns from now on `vclock` (saturating). */
 int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative);
 
+/* The deadline for an absolute one the application gave on `vclock` (different only under replay: see trace.h). */
+int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
+
 /* A pending wait of this thread, listed in the segment's wait table. */
 struct tc_wait {
     struct tc_segment *segment;

@@ -1,0 +1,337 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SystemPackage
+import TimeShimC
+
+/// What ``TraceRecorder/record(_:into:session:replacing:environment:)`` recorded.
+public struct RecordingSummary: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The command's exit status (128+N if it was killed by signal N).
+    public var status: Int32
+    /// Process images recorded.
+    public var processes: Int
+    /// Threads recorded, over all images.
+    public var threads: Int
+    /// Clock readings recorded.
+    public var readings: Int
+    /// Waits recorded.
+    public var waits: Int
+    /// Events that found no room (a raw file could not grow): the trace lacks them.
+    public var lostEvents: Int
+    /// The size of the trace file.
+    public var bytes: Int
+
+    /// One line for people.
+    public var description: String {
+        var text = "\(processes) process\(processes == 1 ? "" : "es"), \(threads) thread\(threads == 1 ? "" : "s"), "
+            + "\(readings) reading\(readings == 1 ? "" : "s") and \(waits) wait\(waits == 1 ? "" : "s") in \(bytes) bytes"
+        if lostEvents > 0 { text += "; \(lostEvents) events were lost (no room to record them)" }
+        return text
+    }
+}
+
+/// `timectl record`: runs a command attached to a session with every
+/// process recording what it reads and waits for, then builds the trace.
+public enum TraceRecorder {
+    /// Runs `command` attached to `session`, recording it, and writes the
+    /// trace to `tracePath` (atomically: the file appears complete, or not
+    /// at all). Processes of the command that outlive it are recorded up
+    /// to the moment it exits.
+    ///
+    /// - Throws: ``TimeControlError/traceExists(path:)`` if `tracePath`
+    ///   exists and `replacing` is false; the errors of running a command.
+    public static func record(_ command: [String], into tracePath: String, session: TimeSession, replacing: Bool = false,
+                              environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> RecordingSummary {
+        if !replacing && access(tracePath, F_OK) == 0 { throw .traceExists(path: tracePath) }
+        let recordedAt = tc_real_ns(CLOCK_REALTIME)
+        let directory = try WorkingDirectory.create(beside: tracePath, purpose: "recording")
+        defer { directory.remove() }
+        try directory.createRegistry()
+        let attachment = try Attachment(session: session)
+        let status = try AttachedCommand(arguments: command, attachment: attachment)
+            .run(environment: WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"])
+        var summary = try RawRecording(directory: directory).writeTrace(to: tracePath, recordedAt: recordedAt)
+        summary.status = status
+        return summary
+    }
+}
+
+/// A private directory for a recording in progress or a replay's state
+/// (docs/trace.md), beside the trace or in the session directory.
+struct WorkingDirectory {
+    let path: String
+
+    static func create(beside file: String, purpose: String) throws(TimeControlError) -> WorkingDirectory {
+        let parent = Attachment.parent(of: file.hasPrefix("/") ? file : Attachment.currentDirectory() + "/" + file)
+        var template = Array("\(parent)/.timectl-\(purpose)-XXXXXX".utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw .system(call: "mkdtemp", path: parent, errno: Errno(rawValue: errno))
+        }
+        return WorkingDirectory(path: String(cString: made))
+    }
+
+    /// An empty registry: the shims claim its entries as they attach.
+    func createRegistry() throws(TimeControlError) {
+        var header = tc_registry_header()
+        withUnsafeMutableBytes(of: &header.magic) { $0.copyBytes(from: Array(TC_REGISTRY_MAGIC.utf8) + [0]) }
+        header.version = TC_RECORDING_VERSION
+        header.capacity = TC_REGISTRY_CAPACITY
+        header.last_replayed = (.min, .min, .min, .min, .min)
+        let size = MemoryLayout<tc_registry_header>.size + Int(TC_REGISTRY_CAPACITY) * MemoryLayout<tc_registry_entry>.size
+        try write(TC_REGISTRY_FILE, bytes: withUnsafeBytes(of: &header) { Array($0) }, size: size)
+    }
+
+    /// Writes `bytes` to a new file `name` here (0600), extended with zeros to `size`.
+    func write(_ name: String, bytes: [UInt8], size: Int? = nil) throws(TimeControlError) {
+        let file = path + "/" + name
+        let fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .system(call: "open", path: file, errno: Errno(rawValue: errno)) }
+        defer { close(fd) }
+        let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        guard written == bytes.count, ftruncate(fd, off_t(max(size ?? 0, bytes.count))) == 0 else {
+            throw .system(call: "write", path: file, errno: Errno(rawValue: errno))
+        }
+    }
+
+    /// Reads the file `name` here whole; nil if it does not exist.
+    func read(_ name: String) -> [UInt8]? {
+        try? Trace.contents(of: path + "/" + name)
+    }
+
+    func remove() {
+        if let directory = opendir(path) {
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { unlink(path + "/" + name) }
+            }
+            closedir(directory)
+        }
+        rmdir(path)
+    }
+
+    /// An environment with no recording or replay of an enclosing run in it.
+    static func withoutTraceVariables(_ environment: [String]) -> [String] {
+        environment.filter { entry in
+            !["TIMECTL_RECORD=", "TIMECTL_REPLAY=", "TIMECTL_REPLAY_DIR=", "TIMECTL_REPLAY_STRICT="].contains { entry.hasPrefix($0) }
+        }
+    }
+}
+
+/// The registry of a recorded (or replayed) run: which entry is which process.
+struct Registry {
+    struct Entry {
+        var pid: Int32
+        var parent: Int
+        var ordinal: Int
+        var images: Int
+        var replays: Int
+    }
+
+    var entries: [Entry]
+
+    init(_ bytes: [UInt8]) {
+        guard bytes.count >= MemoryLayout<tc_registry_header>.size else {
+            entries = []
+            return
+        }
+        entries = bytes.withUnsafeBytes { raw in
+            let header = raw.loadUnaligned(as: tc_registry_header.self)
+            let count = min(Int(header.next), Int(header.capacity),
+                            (raw.count - MemoryLayout<tc_registry_header>.size) / MemoryLayout<tc_registry_entry>.size)
+            return (0..<count).map { index in
+                let entry = raw.loadUnaligned(fromByteOffset: MemoryLayout<tc_registry_header>.size + index * MemoryLayout<tc_registry_entry>.size,
+                                              as: tc_registry_entry.self)
+                return Entry(pid: entry.pid, parent: Int(entry.parent), ordinal: Int(entry.ordinal), images: Int(entry.images),
+                             replays: Int(entry.replays))
+            }
+        }
+    }
+
+    /// The place in the tree of entry `index`: its parent's path and its ordinal ("1.2").
+    func path(of index: Int, depth: Int = 0) -> String {
+        let entry = entries[index]
+        guard entry.parent > 0, entry.parent - 1 < index, depth < 64 else { return String(entry.ordinal) }
+        return path(of: entry.parent - 1, depth: depth + 1) + "." + String(entry.ordinal)
+    }
+}
+
+/// The raw files of a finished recording, and the trace they make.
+struct RawRecording {
+    struct Image {
+        var path: String
+        var image: Int
+        var pid: Int32
+        var arguments: [UInt8]
+        var threads: [Int: [tc_event]]
+    }
+
+    let directory: WorkingDirectory
+
+    func writeTrace(to tracePath: String, recordedAt: Int64) throws(TimeControlError) -> RecordingSummary {
+        let registry = Registry(directory.read(TC_REGISTRY_FILE) ?? [])
+        var images: [Image] = []
+        var lost = 0
+        for (index, entry) in registry.entries.enumerated() where entry.images > 0 {
+            for image in 1...entry.images {
+                guard let bytes = directory.read("p\(index)-\(image).raw"),
+                      let raw = Self.parse(bytes, path: registry.path(of: index), lost: &lost) else { continue }
+                images.append(raw)
+            }
+        }
+        images.sort { Self.order($0.path, $0.image).lexicographicallyPrecedes(Self.order($1.path, $1.image)) }
+        let file = Self.encode(images, recordedAt: recordedAt)
+        try Self.writeAtomically(file, to: tracePath)
+        let threads = images.reduce(0) { $0 + $1.threads.count }
+        let events = images.flatMap { $0.threads.values.flatMap { $0 } }
+        let readings = events.filter { $0.type == TC_EVENT_READ.rawValue }.count
+        let waits = events.filter { $0.type == TC_EVENT_WAIT_BEGIN.rawValue }.count
+        return RecordingSummary(status: 0, processes: images.count, threads: threads, readings: readings, waits: waits,
+                                lostEvents: lost, bytes: file.count)
+    }
+
+    /// Sorts paths by their numbers ("1.10" after "1.9").
+    static func order(_ path: String, _ image: Int) -> [Int] {
+        path.split(separator: ".").map { Int($0) ?? 0 } + [-1, image]
+    }
+
+    /// One raw file: its header, then its chunks, each thread's in sequence.
+    static func parse(_ bytes: [UInt8], path: String, lost: inout Int) -> Image? {
+        bytes.withUnsafeBytes { raw -> Image? in
+            guard raw.count >= Int(TC_RAW_HEADER_SIZE) else { return nil }
+            let header = raw.loadUnaligned(as: tc_raw_header.self)
+            let magic = withUnsafeBytes(of: header.magic) { Array($0) }
+            guard magic == Array(TC_RAW_MAGIC.utf8) + [0], header.version == TC_RECORDING_VERSION else { return nil }
+            lost += Int(header.lost_events)
+            let argumentsLength = min(Int(header.argv_length), MemoryLayout.size(ofValue: header.argv))
+            let arguments = Array(raw[32..<(32 + argumentsLength)])
+            var chunks: [(thread: Int, sequence: Int, events: [tc_event])] = []
+            var offset = Int(TC_RAW_HEADER_SIZE)
+            let eventSize = MemoryLayout<tc_raw_event>.size
+            while offset + Int(TC_CHUNK_SIZE) <= raw.count {
+                let chunk = raw.loadUnaligned(fromByteOffset: offset, as: tc_chunk_header.self)
+                if chunk.magic == TC_CHUNK_MAGIC {
+                    var events: [tc_event] = []
+                    for slot in 1...Int(TC_CHUNK_EVENTS) {
+                        let event = raw.loadUnaligned(fromByteOffset: offset + slot * eventSize, as: tc_raw_event.self)
+                        // A zero word: never written, or cut short by the process dying.
+                        guard event.word != 0, let decoded = decode(event) else { continue }
+                        events.append(decoded)
+                    }
+                    chunks.append((Int(chunk.thread), Int(chunk.sequence), events))
+                }
+                offset += Int(TC_CHUNK_SIZE)
+            }
+            var threads: [Int: [tc_event]] = [:]
+            for chunk in chunks.sorted(by: { ($0.thread, $0.sequence) < ($1.thread, $1.sequence) }) {
+                threads[chunk.thread, default: []] += chunk.events
+            }
+            return Image(path: path, image: Int(header.image), pid: header.pid, arguments: arguments, threads: threads)
+        }
+    }
+
+    static func decode(_ raw: tc_raw_event) -> tc_event? {
+        var event = tc_event()
+        event.type = tc_raw_type(raw.word)
+        event.detail = tc_raw_detail(raw.word)
+        event.clock = Int32(tc_raw_clock(raw.word))
+        event.value = raw.value
+        switch event.type {
+        case TC_EVENT_READ.rawValue: event.vclock = tc_trace_vclock_of_clock(event.clock)
+        case TC_EVENT_WAIT_BEGIN.rawValue, TC_EVENT_WAIT_END.rawValue: event.vclock = event.clock < TC_VCLOCKS ? event.clock : -1
+        default: return nil
+        }
+        return event.vclock >= 0 ? event : nil
+    }
+
+    /// The trace file: header, processes, streams, strings, data (timectl_trace.h).
+    static func encode(_ images: [Image], recordedAt: Int64) -> [UInt8] {
+        var strings: [UInt8] = []
+        var data: [UInt8] = []
+        var processes: [tc_trace_process] = []
+        var streams: [tc_trace_stream] = []
+        var buffer = [UInt8](repeating: 0, count: 16)
+        for (index, image) in images.enumerated() {
+            var process = tc_trace_process()
+            process.path_offset = UInt64(strings.count)
+            process.path_length = UInt32(image.path.utf8.count)
+            strings += Array(image.path.utf8)
+            process.argv_offset = UInt64(strings.count)
+            process.argv_length = UInt32(image.arguments.count)
+            strings += image.arguments
+            process.image = UInt32(image.image)
+            process.pid = image.pid
+            process.first_stream = UInt32(streams.count)
+            for thread in image.threads.keys.sorted() {
+                var stream = tc_trace_stream()
+                stream.process = UInt32(index)
+                stream.thread = UInt32(thread)
+                stream.data_offset = UInt64(data.count)
+                var last: (Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0)
+                for var event in image.threads[thread]! {
+                    let written = buffer.withUnsafeMutableBufferPointer { out in
+                        withUnsafeMutableBytes(of: &last) { lastBytes in
+                            tc_encode_event(&event, lastBytes.baseAddress!.assumingMemoryBound(to: Int64.self), out.baseAddress, out.count)
+                        }
+                    }
+                    data += buffer[0..<written]
+                    stream.events += 1
+                    if event.type == TC_EVENT_READ.rawValue { stream.readings += 1 }
+                }
+                stream.data_length = UInt64(data.count) - stream.data_offset
+                streams.append(stream)
+            }
+            process.stream_count = UInt32(streams.count) - process.first_stream
+            processes.append(process)
+        }
+        var header = tc_trace_header()
+        withUnsafeMutableBytes(of: &header.magic) { $0.copyBytes(from: Array(TC_TRACE_MAGIC.utf8) + [0]) }
+        header.version = TC_TRACE_VERSION
+        header.header_size = UInt32(MemoryLayout<tc_trace_header>.size)
+        header.recorded_at = recordedAt
+        header.process_count = UInt32(processes.count)
+        header.stream_count = UInt32(streams.count)
+        header.processes_offset = UInt64(MemoryLayout<tc_trace_header>.size)
+        header.streams_offset = header.processes_offset + UInt64(processes.count * MemoryLayout<tc_trace_process>.stride)
+        header.strings_offset = header.streams_offset + UInt64(streams.count * MemoryLayout<tc_trace_stream>.stride)
+        header.strings_size = UInt64(strings.count)
+        header.data_offset = header.strings_offset + header.strings_size
+        header.data_size = UInt64(data.count)
+        header.file_size = header.data_offset + header.data_size
+        var file: [UInt8] = []
+        file.reserveCapacity(Int(header.file_size))
+        file += withUnsafeBytes(of: &header) { Array($0) }
+        for var process in processes { file += withUnsafeBytes(of: &process) { Array($0) } }
+        for var stream in streams { file += withUnsafeBytes(of: &stream) { Array($0) } }
+        file += strings
+        file += data
+        let checksum = file.withUnsafeBufferPointer { tc_trace_checksum($0.baseAddress, UInt64($0.count)) }
+        withUnsafeBytes(of: checksum) { bytes in
+            for (offset, byte) in bytes.enumerated() { file[MemoryLayout<tc_trace_header>.offset(of: \.checksum)! + offset] = byte }
+        }
+        return file
+    }
+
+    /// Writes `bytes` to a temporary file beside `path`, then renames it into place.
+    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(TimeControlError) {
+        let temporary = path + ".partial-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .system(call: "open", path: temporary, errno: Errno(rawValue: errno)) }
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                let error = errno
+                close(fd)
+                unlink(temporary)
+                throw .system(call: "write", path: temporary, errno: Errno(rawValue: error))
+            }
+            offset += count
+        }
+        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
+            let error = errno
+            unlink(temporary)
+            throw .system(call: "rename", path: path, errno: Errno(rawValue: error))
+        }
+    }
+}

@@ -1,0 +1,55 @@
+/*
+ * Record and replay in the shim (SPEC §5): the interposers' side of it.
+ * The formats are timectl_trace.h's; trace.c implements this.
+ *
+ * A process records when TIMECTL_RECORD names a recording directory, and
+ * replays when TIMECTL_REPLAY names a trace (TIMECTL_REPLAY_DIR the
+ * replay's working directory). Either way it is attached to a session as
+ * usual: recording reads the session's clocks and notes what they said;
+ * replay answers each reading from the recording, and runs its waits on the
+ * session, which `timectl replay` advances automatically.
+ */
+#ifndef TIMECTL_TRACE_SHIM_H
+#define TIMECTL_TRACE_SHIM_H
+
+#include "shim.h"
+
+#include <time.h>
+
+enum tc_trace_mode {
+    TC_TRACE_OFF = 0,
+    TC_TRACE_RECORDING = 1,
+    TC_TRACE_REPLAYING = 2,
+};
+
+/* Exit status of a process whose replay diverged, under `timectl replay --strict`. */
+#define TC_SHIM_DIVERGED_STATUS 121
+
+extern int tc_trace_mode;
+
+/*
+ * Called once the process is attached: sets recording or replay up from
+ * the environment. Returns NULL, or a phrase saying what is wrong, with
+ * the path it concerns in *path.
+ */
+const char *tc_trace_attach(struct tc_segment *segment, const char **path);
+
+/* A clock reading while recording or replaying: writes the value to return. */
+void tc_trace_read(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value);
+
+/* A wait of the calling thread begins and ends (recorded, or checked against the recording). */
+void tc_trace_wait_begin(int kind, int vclock, int64_t deadline);
+void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline);
+
+/*
+ * The session-timeline deadline for an absolute deadline on `vclock`. A
+ * replayed program computes absolute deadlines from replayed readings,
+ * which need not match the session's clocks: the deadline keeps its
+ * distance from the process's last replayed reading. Unchanged otherwise.
+ */
+int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
+
+void tc_trace_before_fork(void);
+void tc_trace_after_fork_in_child(void);
+
+#endif

@@ -1,0 +1,220 @@
+import ArgumentParser
+import TimeControlKit
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+// Record and replay (SPEC §5): record, replay, trace show, trace stats.
+
+/// Exit statuses of record and replay besides the command's own (see Run).
+enum TraceStatus {
+    static let failed: Int32 = 125
+    static let diverged: Int32 = 121
+
+    static func failure(_ error: TimeControlError) -> Int32 {
+        Main.report(line: error.description)
+        switch error {
+        case .commandNotFound: return 127
+        case .commandNotExecutable: return 126
+        default: return failed
+        }
+    }
+}
+
+struct Record: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Run a command and record every clock reading and wait of its processes.",
+        discussion: """
+            Writes a trace to FILE: per process (named by its place in the process tree, not its \\
+            pid) and per thread (in creation order), every value a clock read returned and every \\
+            wait with its virtual deadline. The command runs on real time in a private session, or \\
+            on the session named by --session (or $TIMECTL_SESSION). FILE appears complete when \\
+            the command has exited, or not at all; an existing FILE is kept unless --force is given. \\
+            Exits with the command's status; 125 if timectl itself failed.
+            """)
+
+    @OptionGroup var sessionOptions: SessionOptions
+
+    @Option(name: .customLong("trace"), help: ArgumentHelp("Where to write the trace.", valueName: "file"))
+    var trace: String?
+
+    @Flag(help: "Replace FILE if it exists.")
+    var force = false
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
+    var command: [String] = []
+
+    func validate() throws {
+        guard let trace, !trace.isEmpty else { throw ValidationError("no trace file: expected 'timectl record --trace FILE -- COMMAND [ARGUMENTS...]'") }
+        if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl record --trace \(trace) -- COMMAND [ARGUMENTS...]'") }
+    }
+
+    func run() throws {
+        let status: Int32
+        do {
+            let session: TimeSession
+            if let name = sessionOptions.session ?? ProcessEnvironment.value("TIMECTL_SESSION").flatMap({ $0.isEmpty ? nil : $0 }) {
+                session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
+            } else {
+                session = try TimeSession.temporary()
+            }
+            let summary = try TraceRecorder.record(command, into: trace!, session: session, replacing: force)
+            Main.report(line: "recorded \(summary) into \(trace!)")
+            status = summary.status
+        } catch {
+            status = TraceStatus.failure(error)
+        }
+        throw ExitCode(status)
+    }
+}
+
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Run a command so that each of its threads reads exactly the recorded values.",
+        discussion: """
+            Each thread of each process reads the values its recording has, in order; its waits end \\
+            without waiting in real time, in the order they would have (the command runs on a private \\
+            session with auto-advance). Without COMMAND, the recorded command runs again. A trace that \\
+            is truncated, altered or of another format version is refused before anything runs.
+
+            When a thread asks for more or different readings than were recorded, timectl reports \\
+            its first divergence (process, thread, call number, what was recorded and what it asked \\
+            for) on stderr, and in FILE with --report; the thread then reads a clock that continues \\
+            from the last value replayed, moving as the session moves. With --strict the first \\
+            process to diverge is stopped at once, and timectl exits 121. Otherwise it exits with \\
+            the command's status; 125 if timectl itself failed.
+            """)
+
+    @Argument(help: ArgumentHelp("The trace to replay.", valueName: "trace"))
+    var trace: String
+
+    @Option(name: .customLong("report"), help: ArgumentHelp("Write what diverged, as JSON, to this file.", valueName: "file"))
+    var report: String?
+
+    @Flag(help: "Stop the first process that diverges, and exit 121.")
+    var strict = false
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after -- (default: the recorded command).", valueName: "command"))
+    var command: [String] = []
+
+    func run() throws {
+        let status: Int32
+        do {
+            let command = try self.command.isEmpty ? Trace(contentsOf: trace).command : self.command
+            let outcome = try TraceReplayer.replay(trace, command: command, strict: strict)
+            for divergence in outcome.divergences { Main.report(line: divergence.description) }
+            if let report { try writeReport(outcome, command: command, to: report) }
+            status = strict && !outcome.divergences.isEmpty ? TraceStatus.diverged : outcome.status
+        } catch .untrustedTrace(let path, let problem) {
+            Main.report(line: "trace \(path) \(problem); nothing was run")
+            status = TraceStatus.failed
+        } catch {
+            status = TraceStatus.failure(error)
+        }
+        throw ExitCode(status)
+    }
+
+    struct Report: Encodable {
+        var trace: String
+        var command: [String]
+        var status: Int32
+        var strict: Bool
+        var divergences: [Divergence]
+        var policy: String
+    }
+
+    func writeReport(_ outcome: ReplayOutcome, command: [String], to path: String) throws(TimeControlError) {
+        let report = Report(trace: trace, command: command, status: outcome.status, strict: strict, divergences: outcome.divergences,
+                            policy: "after its first divergence a thread reads a clock that continues from the last value replayed, moving as the session moves")
+        guard let json = try? StatusFormat.json(report) else { return }
+        do {
+            try (json + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        } catch {
+            throw .system(call: "write", path: path, errno: .ioError)
+        }
+    }
+}
+
+struct TraceCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "trace",
+        abstract: "Show a recorded trace.",
+        subcommands: [Show.self, Stats.self])
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "Print a trace: every process, thread, reading and wait.",
+            discussion: "Wall-clock values are shown as instants, the others as seconds. A trace that is truncated, altered or of another format version is refused (exit 1).")
+
+        @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+        var trace: String
+
+        @Flag(help: "Print JSON for programs instead of text for people.")
+        var json = false
+
+        func run() throws {
+            let trace = try Trace(contentsOf: self.trace)
+            if json {
+                print(try StatusFormat.json(trace))
+                return
+            }
+            let statistics = TraceStatistics(trace)
+            print("trace \(self.trace): recorded \(TimeFormats.formatInstant(trace.recordedAt)), \(statistics.processes) process images, "
+                  + "\(statistics.threads) threads, \(statistics.readings) readings, \(statistics.waits) waits, \(trace.fileSize) bytes")
+            for process in trace.processes {
+                let image = process.image > 1 ? " (image \(process.image))" : ""
+                print("process \(process.path)\(image): \(process.arguments.joined(separator: " ")) (pid \(process.pid) when recorded)")
+                for thread in process.threads {
+                    print("  thread \(thread.number):")
+                    for (index, event) in thread.events.enumerated() {
+                        print("    \(index + 1)  \(event)")
+                    }
+                }
+            }
+        }
+    }
+
+    struct Stats: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "stats",
+            abstract: "Print counts over a trace: processes, threads, readings per clock and call, waits, size.")
+
+        @Argument(help: ArgumentHelp("The trace file.", valueName: "trace"))
+        var trace: String
+
+        @Flag(help: "Print JSON for programs instead of text for people.")
+        var json = false
+
+        func run() throws {
+            let statistics = TraceStatistics(try Trace(contentsOf: trace))
+            if json {
+                print(try StatusFormat.json(statistics))
+                return
+            }
+            func counts(_ table: [String: Int]) -> String {
+                table.isEmpty ? "none" : table.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            }
+            let tenths = Int((statistics.bytesPerReading * 10).rounded())
+            let perReading = statistics.readings > 0 ? "\(tenths / 10).\(tenths % 10) bytes a reading" : "no readings"
+            print("""
+                trace       \(trace)
+                recorded    \(TimeFormats.formatInstant(statistics.recordedAt))
+                size        \(statistics.bytes) bytes (\(perReading))
+                processes   \(statistics.processes) images, \(statistics.threads) threads
+                readings    \(statistics.readings): \(counts(statistics.readingsByClock))
+                calls       \(counts(statistics.readingsByCall))
+                waits       \(statistics.waits): \(counts(statistics.waitsByKind))
+                """)
+            for process in statistics.perProcess {
+                let image = process.image > 1 ? " (image \(process.image))" : ""
+                print("  \(process.path)\(image)  \(process.arguments.joined(separator: " "))  \(process.threads) threads, \(process.readings) readings, \(process.waits) waits")
+            }
+        }
+    }
+}
