@@ -44,7 +44,8 @@ public enum TraceRecorder {
                               environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> RecordingSummary {
         if !replacing && access(tracePath, F_OK) == 0 { throw .traceExists(path: tracePath) }
         let recordedAt = tc_real_ns(CLOCK_REALTIME)
-        let directory = try WorkingDirectory.create(beside: tracePath, purpose: "recording")
+        // In the session directory (memory, by default): recording writes there on every clock read.
+        let directory = try WorkingDirectory.create(beside: session.segmentPath, purpose: "recording")
         defer { directory.remove() }
         try directory.createRegistry()
         let attachment = try Attachment(session: session)
@@ -57,7 +58,7 @@ public enum TraceRecorder {
 }
 
 /// A private directory for a recording in progress or a replay's state
-/// (docs/trace.md), beside the trace or in the session directory.
+/// (docs/trace.md), in the session directory.
 struct WorkingDirectory {
     let path: String
 
@@ -157,12 +158,20 @@ struct Registry {
 
 /// The raw files of a finished recording, and the trace they make.
 struct RawRecording {
+    /// One thread's events, encoded as in the trace.
+    struct Stream {
+        var bytes: [UInt8]
+        var events: Int
+        var readings: Int
+        var waits: Int
+    }
+
     struct Image {
         var path: String
         var image: Int
         var pid: Int32
         var arguments: [UInt8]
-        var threads: [Int: [tc_event]]
+        var threads: [Int: Stream]
     }
 
     let directory: WorkingDirectory
@@ -181,11 +190,9 @@ struct RawRecording {
         images.sort { Self.order($0.path, $0.image).lexicographicallyPrecedes(Self.order($1.path, $1.image)) }
         let file = Self.encode(images, recordedAt: recordedAt)
         try Self.writeAtomically(file, to: tracePath)
-        let threads = images.reduce(0) { $0 + $1.threads.count }
-        let events = images.flatMap { $0.threads.values.flatMap { $0 } }
-        let readings = events.filter { $0.type == TC_EVENT_READ.rawValue }.count
-        let waits = events.filter { $0.type == TC_EVENT_WAIT_BEGIN.rawValue }.count
-        return RecordingSummary(status: 0, processes: images.count, threads: threads, readings: readings, waits: waits,
+        let streams = images.flatMap { $0.threads.values }
+        return RecordingSummary(status: 0, processes: images.count, threads: streams.count,
+                                readings: streams.reduce(0) { $0 + $1.readings }, waits: streams.reduce(0) { $0 + $1.waits },
                                 lostEvents: lost, bytes: file.count)
     }
 
@@ -204,43 +211,45 @@ struct RawRecording {
             lost += Int(header.lost_events)
             let argumentsLength = min(Int(header.argv_length), MemoryLayout.size(ofValue: header.argv))
             let arguments = Array(raw[32..<(32 + argumentsLength)])
-            var chunks: [(thread: Int, sequence: Int, events: [tc_event])] = []
+            var chunks: [(thread: Int, sequence: Int, offset: Int, length: Int)] = []
+            let headerSize = MemoryLayout<tc_chunk_header>.size
             var offset = Int(TC_RAW_HEADER_SIZE)
-            let eventSize = MemoryLayout<tc_raw_event>.size
             while offset + Int(TC_CHUNK_SIZE) <= raw.count {
                 let chunk = raw.loadUnaligned(fromByteOffset: offset, as: tc_chunk_header.self)
                 if chunk.magic == TC_CHUNK_MAGIC {
-                    var events: [tc_event] = []
-                    for slot in 1...Int(TC_CHUNK_EVENTS) {
-                        let event = raw.loadUnaligned(fromByteOffset: offset + slot * eventSize, as: tc_raw_event.self)
-                        // A zero word: never written, or cut short by the process dying.
-                        guard event.word != 0, let decoded = decode(event) else { continue }
-                        events.append(decoded)
-                    }
-                    chunks.append((Int(chunk.thread), Int(chunk.sequence), events))
+                    let length = min(Int(chunk.length), Int(TC_CHUNK_SIZE) - headerSize)
+                    chunks.append((Int(chunk.thread), Int(chunk.sequence), offset + headerSize, length))
                 }
                 offset += Int(TC_CHUNK_SIZE)
             }
-            var threads: [Int: [tc_event]] = [:]
+            var threads: [Int: [UInt8]] = [:]
             for chunk in chunks.sorted(by: { ($0.thread, $0.sequence) < ($1.thread, $1.sequence) }) {
-                threads[chunk.thread, default: []] += chunk.events
+                threads[chunk.thread, default: []] += raw[chunk.offset..<(chunk.offset + chunk.length)]
             }
-            return Image(path: path, image: Int(header.image), pid: header.pid, arguments: arguments, threads: threads)
+            return Image(path: path, image: Int(header.image), pid: header.pid, arguments: arguments,
+                         threads: threads.mapValues { Self.stream($0) })
         }
     }
 
-    static func decode(_ raw: tc_raw_event) -> tc_event? {
-        var event = tc_event()
-        event.type = tc_raw_type(raw.word)
-        event.detail = tc_raw_detail(raw.word)
-        event.clock = Int32(tc_raw_clock(raw.word))
-        event.value = raw.value
-        switch event.type {
-        case TC_EVENT_READ.rawValue: event.vclock = tc_trace_vclock_of_clock(event.clock)
-        case TC_EVENT_WAIT_BEGIN.rawValue, TC_EVENT_WAIT_END.rawValue: event.vclock = event.clock < TC_VCLOCKS ? event.clock : -1
-        default: return nil
+    /// Counts a thread's events, keeping the whole ones (a malformed tail cannot come from the shim, but is cut off).
+    static func stream(_ bytes: [UInt8]) -> Stream {
+        var stream = Stream(bytes: bytes, events: 0, readings: 0, waits: 0)
+        var kept = 0
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var decoder = tc_decoder()
+            decoder.next = base
+            decoder.end = base + buffer.count
+            var event = tc_event()
+            while tc_decode_event(&decoder, &event) == 1 {
+                stream.events += 1
+                if event.type == TC_EVENT_READ.rawValue { stream.readings += 1 }
+                if event.type == TC_EVENT_WAIT_BEGIN.rawValue { stream.waits += 1 }
+                kept = decoder.next! - base
+            }
         }
-        return event.vclock >= 0 ? event : nil
+        stream.bytes.removeSubrange(kept...)
+        return stream
     }
 
     /// The trace file: header, processes, streams, strings, data (timectl_trace.h).
@@ -249,7 +258,6 @@ struct RawRecording {
         var data: [UInt8] = []
         var processes: [tc_trace_process] = []
         var streams: [tc_trace_stream] = []
-        var buffer = [UInt8](repeating: 0, count: 16)
         for (index, image) in images.enumerated() {
             var process = tc_trace_process()
             process.path_offset = UInt64(strings.count)
@@ -262,22 +270,15 @@ struct RawRecording {
             process.pid = image.pid
             process.first_stream = UInt32(streams.count)
             for thread in image.threads.keys.sorted() {
+                let events = image.threads[thread]!
                 var stream = tc_trace_stream()
                 stream.process = UInt32(index)
                 stream.thread = UInt32(thread)
                 stream.data_offset = UInt64(data.count)
-                var last: (Int64, Int64, Int64, Int64, Int64) = (0, 0, 0, 0, 0)
-                for var event in image.threads[thread]! {
-                    let written = buffer.withUnsafeMutableBufferPointer { out in
-                        withUnsafeMutableBytes(of: &last) { lastBytes in
-                            tc_encode_event(&event, lastBytes.baseAddress!.assumingMemoryBound(to: Int64.self), out.baseAddress, out.count)
-                        }
-                    }
-                    data += buffer[0..<written]
-                    stream.events += 1
-                    if event.type == TC_EVENT_READ.rawValue { stream.readings += 1 }
-                }
-                stream.data_length = UInt64(data.count) - stream.data_offset
+                stream.data_length = UInt64(events.bytes.count)
+                stream.events = UInt32(events.events)
+                stream.readings = UInt32(events.readings)
+                data += events.bytes
                 streams.append(stream)
             }
             process.stream_count = UInt32(streams.count) - process.first_stream

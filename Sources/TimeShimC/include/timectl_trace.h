@@ -53,28 +53,6 @@ enum tc_wait_ending {
     TC_WAIT_ENDED_EARLY = 2,   /* the awaited event, a signal, an error */
 };
 
-/*
- * One event, as the shim appends it to a raw file: 16 bytes. `value` is
- * written first and `word` last, with a release store; a reader counts an
- * event only once `word` is non-zero, so an event half-written by a
- * process that was killed is never read.
- *
- *   READ        value = the reading (ns on its clock)   detail = enum tc_call   clock = clock id
- *   WAIT_BEGIN  value = the deadline (virtual ns)       detail = enum tc_wait_kind   clock = enum tc_vclock
- *   WAIT_END    value = when it returned (virtual ns)   detail = enum tc_wait_ending   clock = enum tc_vclock
- */
-struct tc_raw_event {
-    int64_t value;
-    uint64_t word;
-};
-
-static inline uint64_t tc_raw_word(uint32_t type, uint32_t detail, uint32_t clock) {
-    return (uint64_t)(type & 0xff) | (uint64_t)(detail & 0xff) << 8 | (uint64_t)(clock & 0xffff) << 16;
-}
-static inline uint32_t tc_raw_type(uint64_t word) { return (uint32_t)(word & 0xff); }
-static inline uint32_t tc_raw_detail(uint64_t word) { return (uint32_t)(word >> 8 & 0xff); }
-static inline uint32_t tc_raw_clock(uint64_t word) { return (uint32_t)(word >> 16 & 0xffff); }
-
 /* ---- a recording in progress ---- */
 
 #define TC_RECORDING_VERSION 1u
@@ -113,15 +91,20 @@ struct tc_registry_entry {
 
 /*
  * A raw file, `p<ENTRY>-<IMAGE>.raw`: a 4 KiB header, then 64 KiB chunks.
- * A chunk belongs to one thread: its first 16 bytes say which (and the
- * chunk's place in that thread's sequence), then TC_CHUNK_EVENTS events.
- * A thread takes a new chunk when its current one is full.
+ * A chunk belongs to one thread: a 16-byte header says which, the chunk's
+ * place in that thread's sequence, and how many bytes of it hold events;
+ * then the events, encoded exactly as in a trace (see "Encoded events"),
+ * the decoder's state carrying on from one chunk of the thread to the
+ * next. The shim writes an event, then publishes the chunk's new length
+ * with a release store, so a reader (even after the process was killed
+ * half-way through an event) sees whole events only. A thread takes a new
+ * chunk when fewer than TC_MAX_EVENT_SIZE bytes are left in its own.
  */
-#define TC_RAW_MAGIC "TCRAW01"               /* 8 bytes with its NUL */
+#define TC_RAW_MAGIC "TCRAW02"               /* 8 bytes with its NUL */
 #define TC_RAW_HEADER_SIZE 4096u
 #define TC_CHUNK_SIZE 65536u
-static const uint32_t TC_CHUNK_EVENTS = TC_CHUNK_SIZE / 16 - 1;  /* 16: sizeof(struct tc_raw_event) */
 #define TC_CHUNK_MAGIC 0x4b4e4843u           /* "CHNK" */
+#define TC_MAX_EVENT_SIZE 13u                /* tag, clock, a varint of at most 11 bytes */
 
 struct tc_raw_header {
     char magic[8];
@@ -130,20 +113,20 @@ struct tc_raw_header {
     uint32_t image;
     int32_t pid;
     uint32_t argv_length;        /* bytes of `argv`: the arguments, each ending in NUL */
-    uint32_t lost_events;        /* events that found no room (the file could not grow) */
+    uint32_t lost_events;        /* events not recorded: no room (the file could not grow), or a
+                                    signal handler reading the clock while its thread was recording */
     char argv[TC_RAW_HEADER_SIZE - 32];
 };
 
 struct tc_chunk_header {
-    uint32_t magic;              /* TC_CHUNK_MAGIC, written last */
+    uint32_t magic;              /* TC_CHUNK_MAGIC, written last when the chunk is taken */
     uint32_t thread;
     uint32_t sequence;           /* 0, 1, … within the thread */
-    uint32_t reserved;
+    uint32_t length;             /* bytes of events after this header, published after each event */
 };
 
-_Static_assert(sizeof(struct tc_raw_event) == 16, "raw events are 16 bytes");
 _Static_assert(sizeof(struct tc_raw_header) == TC_RAW_HEADER_SIZE, "the raw header is one page");
-_Static_assert(sizeof(struct tc_chunk_header) == sizeof(struct tc_raw_event), "a chunk header takes one event's place");
+_Static_assert(sizeof(struct tc_chunk_header) == 16, "a chunk header is 16 bytes");
 _Static_assert(sizeof(struct tc_registry_entry) == 32, "registry entries are 32 bytes");
 _Static_assert(sizeof(struct tc_registry_header) == 64, "the registry header is 64 bytes");
 
@@ -287,10 +270,10 @@ static inline int tc_trace_vclock_of_clock(int32_t clock) {
 static inline uint64_t tc_zigzag(int64_t value) { return ((uint64_t)value << 1) ^ (uint64_t)(value >> 63); }
 static inline int64_t tc_unzigzag(uint64_t value) { return (int64_t)(value >> 1) ^ -(int64_t)(value & 1); }
 
-/* Appends an event to out[0…capacity); returns the bytes written (at most 13), 0 if it does not fit or is invalid. */
+/* Appends an event to out[0…capacity); returns the bytes written (at most TC_MAX_EVENT_SIZE), 0 if it does not fit or is invalid. */
 static inline size_t tc_encode_event(const struct tc_event *event, int64_t last[TC_VCLOCKS], uint8_t *out,
                                      size_t capacity) {
-    if (capacity < 13 || event->vclock < 0 || event->vclock >= TC_VCLOCKS) return 0;
+    if (capacity < TC_MAX_EVENT_SIZE || event->vclock < 0 || event->vclock >= TC_VCLOCKS) return 0;
     size_t n = 0;
     out[n++] = (uint8_t)(event->type << 4 | (event->detail & 0x0f));
     out[n++] = (uint8_t)event->clock;

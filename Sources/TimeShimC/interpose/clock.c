@@ -33,8 +33,9 @@ static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
 __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
-    if (tc_trace_mode == TC_TRACE_OFF) tc_segment_read_into(segment, vclock, value);
-    else tc_trace_read(call, clock, vclock, segment, value);
+    tc_segment_read_into(segment, vclock, value);
+    if (tc_trace_mode == TC_TRACE_RECORDING) tc_trace_record_reading(call, clock, vclock, value);
+    else if (tc_trace_mode == TC_TRACE_REPLAYING) tc_trace_replay_reading(call, clock, vclock, segment, value);
     return 1;
 }
 

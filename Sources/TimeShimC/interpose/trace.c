@@ -2,11 +2,12 @@
  * Record and replay in the shim; see trace.h, and timectl_trace.h for the
  * formats.
  *
- * Recording appends 16-byte events to the thread's current 64 KiB chunk of
- * the process image's raw file, mapped MAP_SHARED: the page cache holds
- * what was written even if the process is killed, and nothing is ever
- * flushed. A thread maps a new chunk (one open, fallocate, mmap) every
- * 4095 events; the clock read itself only stores two words.
+ * Recording encodes each event (3–6 bytes) into the thread's current
+ * 64 KiB chunk of the process image's raw file, mapped MAP_SHARED: the
+ * page cache holds what was written even if the process is killed, and
+ * nothing is ever flushed. Few bytes an event matter: a fresh page costs a
+ * few microseconds, most of it the kernel zeroing it. A thread maps a new
+ * chunk (one open, fallocate, mmap) every ten thousand events or so.
  *
  * Replay maps the trace read-only and gives each thread a decoder over its
  * own stream. A reading takes the next recorded event if it is a reading
@@ -185,8 +186,12 @@ struct thread_state {
     uint32_t number;
     uint32_t calls;                /* replay: readings and waits so far */
     /* recording */
-    struct tc_raw_event *next, *end;
+    uint8_t *next, *end;           /* the free part of the thread's chunk */
+    uint8_t *payload;              /* where its events begin */
+    uint32_t *length;              /* its published length */
     uint32_t sequence;
+    int recording;                 /* inside record_event: a signal handler's event is then lost, not interleaved */
+    int64_t last[TC_VCLOCKS];      /* the encoder's state (timectl_trace.h) */
     /* replay */
     int has_stream;
     int diverged;
@@ -204,8 +209,10 @@ static struct thread_state *current_thread(void) {
     if (__builtin_expect(state->ready, 1)) return state;
     if (!state->numbered)
         state->number = tc_gettid() == tc_shim_pid() ? 0 : __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL);
-    state->next = state->end = NULL;
+    state->next = state->end = state->payload = NULL;
+    state->length = NULL;
     state->sequence = 0;
+    for (int c = 0; c < TC_VCLOCKS; c++) state->last[c] = 0;
     state->calls = 0;
     state->diverged = 0;
     if (tc_trace_mode == TC_TRACE_REPLAYING) find_stream(state);
@@ -282,9 +289,10 @@ static const char *open_raw_file(void) {
     return NULL;
 }
 
-/* Makes the file at least `size` bytes long, never shorter (another thread may have grown it further). */
-static int grow_raw_file(long fd, uint64_t size) {
-    if (tc_raw_syscall(SYS_fallocate, fd, 0, 0, (long)size) == 0) return 0;
+/* Makes room for `length` bytes at `offset`; never makes the file shorter (another thread may have grown it further). */
+static int grow_raw_file(long fd, uint64_t offset, uint64_t length) {
+    if (tc_raw_syscall(SYS_fallocate, fd, 0, (long)offset, (long)length) == 0) return 0;
+    uint64_t size = offset + length;
     sigset_t all, saved;
     sigfillset(&all);
     tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, sizeof(uint64_t));
@@ -302,40 +310,45 @@ static int grow_raw_file(long fd, uint64_t size) {
     return result;
 }
 
-/* A new chunk for the calling thread: its first event slot, or NULL (the event is then lost, and counted). */
-static struct tc_raw_event *new_chunk(struct thread_state *state) {
-    if (!raw_header) return NULL;
+/* Gives the calling thread a new chunk; 0, or −1 (its event is then lost, and counted). */
+static int new_chunk(struct thread_state *state) {
+    if (!raw_header) return -1;
     uint64_t offset = TC_RAW_HEADER_SIZE + (uint64_t)__atomic_fetch_add(&raw_chunks, 1, __ATOMIC_ACQ_REL) * TC_CHUNK_SIZE;
     long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, raw_path.text, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return NULL;
+    if (fd < 0) return -1;
     long address = -1;
-    if (grow_raw_file(fd, offset + TC_CHUNK_SIZE) == 0)
+    if (grow_raw_file(fd, offset, TC_CHUNK_SIZE) == 0)
         address = tc_raw_syscall(SYS_mmap, 0, TC_CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (long)offset);
     tc_raw_syscall(SYS_close, fd);
-    if (address < 0 && address > -4096) return NULL;
+    if (address < 0 && address > -4096) return -1;
     struct tc_chunk_header *chunk = (struct tc_chunk_header *)address;
     chunk->thread = state->number;
     chunk->sequence = state->sequence++;
+    chunk->length = 0;
     __atomic_store_n(&chunk->magic, TC_CHUNK_MAGIC, __ATOMIC_RELEASE);
-    return (struct tc_raw_event *)address + 1;
+    state->payload = state->next = (uint8_t *)(chunk + 1);
+    state->end = (uint8_t *)address + TC_CHUNK_SIZE;
+    state->length = &chunk->length;
+    return 0;
 }
 
-static void record_event(uint32_t type, uint32_t detail, uint32_t clock, int64_t value) {
+__attribute__((always_inline)) static inline void record_event(uint32_t type, uint32_t detail, int32_t clock, int vclock, int64_t value) {
     struct thread_state *state = current_thread();
-    struct tc_raw_event *slot = state->next;
-    if (__builtin_expect(slot == state->end, 0)) {
-        slot = new_chunk(state);
-        if (!slot) {
-            if (raw_header) __atomic_fetch_add(&raw_header->lost_events, 1, __ATOMIC_RELAXED);
-            return;
-        }
-        state->end = slot + TC_CHUNK_EVENTS;
-    }
-    /* Claimed before it is written: a signal handler reading the clock meanwhile takes the next slot. */
-    state->next = slot + 1;
+    if (__builtin_expect(state->recording, 0)) goto lost;
+    state->recording = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    slot->value = value;
-    __atomic_store_n(&slot->word, tc_raw_word(type, detail, clock), __ATOMIC_RELEASE);
+    if (__builtin_expect(state->end - state->next < (long)TC_MAX_EVENT_SIZE, 0) && new_chunk(state) != 0) {
+        state->recording = 0;
+        goto lost;
+    }
+    struct tc_event event = {type, detail, clock, vclock, value};
+    state->next += tc_encode_event(&event, state->last, state->next, (size_t)(state->end - state->next));
+    __atomic_store_n(state->length, (uint32_t)(state->next - state->payload), __ATOMIC_RELEASE);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    state->recording = 0;
+    return;
+lost:
+    if (raw_header) __atomic_fetch_add(&raw_header->lost_events, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- replay ---- */
@@ -574,13 +587,11 @@ const char *tc_trace_attach(struct tc_segment *segment, const char **path) {
     return NULL;
 }
 
-void tc_trace_read(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value) {
-    if (tc_trace_mode == TC_TRACE_RECORDING) {
-        tc_segment_read_into(segment, vclock, value);
-        record_event(TC_EVENT_READ, (uint32_t)call, (uint32_t)clock,
-                     (int64_t)value->tv_sec * TC_NS_PER_SECOND + value->tv_nsec);
-        return;
-    }
+void tc_trace_record_reading(int call, clockid_t clock, int vclock, const struct timespec *value) {
+    record_event(TC_EVENT_READ, (uint32_t)call, clock, vclock, (int64_t)value->tv_sec * TC_NS_PER_SECOND + value->tv_nsec);
+}
+
+void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value) {
     struct thread_state *state = current_thread();
     state->calls++;
     if (!state->diverged) {
@@ -598,7 +609,7 @@ void tc_trace_read(int call, clockid_t clock, int vclock, struct tc_segment *seg
 
 void tc_trace_wait_begin(int kind, int vclock, int64_t deadline) {
     if (tc_trace_mode == TC_TRACE_RECORDING) {
-        record_event(TC_EVENT_WAIT_BEGIN, (uint32_t)kind, (uint32_t)vclock, deadline);
+        record_event(TC_EVENT_WAIT_BEGIN, (uint32_t)kind, vclock, vclock, deadline);
         return;
     }
     struct thread_state *state = current_thread();
@@ -612,8 +623,8 @@ void tc_trace_wait_begin(int kind, int vclock, int64_t deadline) {
 void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline) {
     if (tc_trace_mode == TC_TRACE_RECORDING) {
         int64_t now = tc_segment_read(segment, vclock);
-        record_event(TC_EVENT_WAIT_END, now >= deadline ? TC_WAIT_REACHED_DEADLINE : TC_WAIT_ENDED_EARLY,
-                     (uint32_t)vclock, now);
+        record_event(TC_EVENT_WAIT_END, now >= deadline ? TC_WAIT_REACHED_DEADLINE : TC_WAIT_ENDED_EARLY, vclock, vclock,
+                     now);
         return;
     }
     /* The recorded end is passed over: the wait ended as it does now. */

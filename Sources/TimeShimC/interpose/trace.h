@@ -34,8 +34,10 @@ extern int tc_trace_mode;
  */
 const char *tc_trace_attach(struct tc_segment *segment, const char **path);
 
-/* A clock reading while recording or replaying: writes the value to return. */
-void tc_trace_read(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value);
+/* Recording: notes a reading the session gave (`value`). */
+void tc_trace_record_reading(int call, clockid_t clock, int vclock, const struct timespec *value);
+/* Replay: replaces the session's reading in `value` with the recorded one. */
+void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value);
 
 /* A wait of the calling thread begins and ends (recorded, or checked against the recording). */
 void tc_trace_wait_begin(int kind, int vclock, int64_t deadline);
