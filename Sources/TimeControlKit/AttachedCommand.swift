@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 import TimeShimC
 
 /// Runs a command attached to a session, the way `timectl run` does:
@@ -25,30 +26,43 @@ public struct AttachedCommand: Sendable {
 
     /// Starts the command, waits for it, and returns the status to exit with.
     public func run(environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> Int32 {
-        try runChild(environment: environment, reapAdopted: false)
+        try runChild(environment: environment, reapAdopted: false) { _ in }
+    }
+
+    private final class ChildProcess: Sendable {
+        let pid = Atomic<Int32>(0)
     }
 
     /// Runs the command the way `timectl run --auto-advance` does: a
     /// scheduler (``AutoAdvance``) advances `session` whenever the command's
-    /// whole process tree — this process becomes its subreaper, so daemonised
-    /// descendants stay in view — and every other process attached to the
-    /// session are blocked, and one of them waits on virtual time.
+    /// whole process tree and every other process attached to the session
+    /// are blocked, and one of them waits on virtual time.
+    ///
+    /// With `adoptingOrphans`, this process becomes the command's subreaper,
+    /// so that daemonised descendants stay in view, and reaps every child
+    /// that exits: only for a process of its own, such as `timectl`. Without
+    /// it, descendants that leave the command's tree are watched only while
+    /// they are attached to the session.
     ///
     /// Returns the status to exit with and what the scheduler did. If a
     /// loop guard stops the scheduler, the command's processes are
     /// terminated (SIGTERM, then SIGKILL after 2 s) and the guard's error is
     /// thrown once the command has exited.
-    public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil,
+    public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
-        _ = tc_become_subreaper()
+        if adoptingOrphans { _ = tc_become_subreaper() }
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()
+        let child = ChildProcess()
+        // The command's tree: through this process (its main thread spawns, and orphans come to it), or from the command itself.
+        let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
+                                                   : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, roots: { [ownPID] + attached.current() }, keepRate: keepRate,
+        let autoAdvance = try AutoAdvance(session: session, roots: roots, keepRate: keepRate,
                                           maxSteps: maxSteps, onFailure: { _, processes in Self.terminate(processes) })
         let status: Int32
         do {
-            status = try runChild(environment: environment, reapAdopted: true)
+            status = try runChild(environment: environment, reapAdopted: adoptingOrphans) { child.pid.store($0, ordering: .releasing) }
         } catch {
             autoAdvance.stop()
             throw error
@@ -69,10 +83,10 @@ public struct AttachedCommand: Sendable {
         for pid in processes { kill(pid, SIGKILL) }
     }
 
-    /// Starts the child with the forwarded signals blocked and waits for it,
-    /// passing signals on. With `reapAdopted`, orphaned descendants
-    /// re-parented here are reaped as they exit.
-    private func runChild(environment: [String], reapAdopted: Bool) throws(TimeControlError) -> Int32 {
+    /// Starts the child with the forwarded signals blocked, tells `started`
+    /// its pid, and waits for it, passing signals on. With `reapAdopted`,
+    /// orphaned descendants re-parented here are reaped as they exit.
+    private func runChild(environment: [String], reapAdopted: Bool, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let childEnvironment = attachment.environmentEntries(inheriting: environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: childEnvironment))
@@ -86,6 +100,7 @@ public struct AttachedCommand: Sendable {
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
 
         let child = try Spawn.start(executable, arguments: arguments, options: .init(environment: childEnvironment))
+        started(child)
         while true {
             var info = siginfo_t()
             let signal = sigwaitinfo(&waited, &info)

@@ -96,7 +96,11 @@ public enum TraceReplayer {
     /// first (nothing runs if it is truncated, altered or of another
     /// version). With `strict`, the first process to diverge is stopped at
     /// once, with exit status 121.
-    public static func replay(_ tracePath: String, command: [String], strict: Bool = false,
+    ///
+    /// With `adoptingOrphans`, this process becomes the command's subreaper
+    /// and reaps every child that exits, as `timectl replay` does: only for
+    /// a process of its own (see ``AttachedCommand/runAutoAdvancing(session:keepRate:maxSteps:adoptingOrphans:environment:)``).
+    public static func replay(_ tracePath: String, command: [String], strict: Bool = false, adoptingOrphans: Bool = false,
                               environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> ReplayOutcome {
         try Trace.validate(path: tracePath)
         let trace = tracePath.hasPrefix("/") ? tracePath : Attachment.currentDirectory() + "/" + tracePath
@@ -110,7 +114,7 @@ public enum TraceReplayer {
         let variables = ["TIMECTL_REPLAY=\(trace)", "TIMECTL_REPLAY_DIR=\(directory.path)", "TIMECTL_REPLAY_STRICT=\(strict ? 1 : 0)"]
         let attachment = try Attachment(session: session)
         let (status, report) = try AttachedCommand(arguments: command, attachment: attachment)
-            .runAutoAdvancing(session: session, keepRate: true,
+            .runAutoAdvancing(session: session, keepRate: true, adoptingOrphans: adoptingOrphans,
                               environment: WorkingDirectory.withoutTraceVariables(environment) + variables)
         return ReplayOutcome(status: status, divergences: divergences(in: directory), autoAdvance: report)
     }

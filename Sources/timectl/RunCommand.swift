@@ -53,7 +53,8 @@ struct Run: ParsableCommand {
             throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command))
         }
         throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command) { command, session throws(TimeControlError) in
-            let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps)
+            let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
+                                                                 adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
             return status
         })

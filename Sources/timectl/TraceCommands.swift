@@ -106,7 +106,7 @@ struct Replay: ParsableCommand {
         let status: Int32
         do {
             let command = try self.command.isEmpty ? Trace(contentsOf: trace).command : self.command
-            let outcome = try TraceReplayer.replay(trace, command: command, strict: strict)
+            let outcome = try TraceReplayer.replay(trace, command: command, strict: strict, adoptingOrphans: true)
             for divergence in outcome.divergences { Main.report(line: divergence.description) }
             if let report { try writeReport(outcome, command: command, to: report) }
             status = strict && !outcome.divergences.isEmpty ? TraceStatus.diverged : outcome.status

@@ -521,7 +521,10 @@ static int replay_next(struct thread_state *state, struct tc_segment *segment, s
         return 0;
     }
     if (!state->has_stream) {
-        diverge(state, segment, TC_DIVERGED_NO_THREAD, NULL, asked);
+        /* A thread the recording numbered (the main thread always is) but that read nothing asks past its end. */
+        const struct tc_trace_process *image = &trace_processes[replayed_image];
+        uint32_t highest = image->stream_count ? trace_streams[image->first_stream + image->stream_count - 1].thread : 0;
+        diverge(state, segment, state->number <= highest ? TC_DIVERGED_PAST_END : TC_DIVERGED_NO_THREAD, NULL, asked);
         return 0;
     }
     struct tc_decoder before = state->decoder;

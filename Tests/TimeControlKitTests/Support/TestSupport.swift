@@ -127,6 +127,9 @@ final class Sandbox: @unchecked Sendable {
         return environment
     }
 
+    /// The same, as `KEY=VALUE` entries.
+    var environmentEntries: [String] { environment.map { "\($0.key)=\($0.value)" } }
+
     /// Runs `timectl ARGS…`.
     @discardableResult
     func timectl(_ arguments: String..., environment extra: [String: String] = [:], guardSeconds: Double = 60) throws -> ProcessResult {
