@@ -5,7 +5,9 @@ import Testing
 /// The session scheduler (SPEC §8): `run --auto-advance`, `daemon`,
 /// `tick --step`, `run-pending`, their library forms, and the loop guards.
 /// Every assertion is on virtual time; real time only guards against hangs.
-@Suite("Auto-advance: the session scheduler")
+/// Serialized: these tests block on real processes, and in parallel they would take
+/// every thread of the small cooperative pool from the asynchronous tests.
+@Suite("Auto-advance: the session scheduler", .serialized)
 struct AutoAdvanceTests {
     static let second: Int64 = 1_000_000_000
     static let start: Int64 = 1_451_649_600 * second  // 2016-01-01T12:00:00Z

@@ -5,7 +5,9 @@ import TimeShimC
 
 /// Record and replay (SPEC §5): real programs recorded, replayed, their
 /// divergences reported, and traces checked and shown.
-@Suite("Record and replay")
+/// Serialized: these tests block on real processes, and in parallel they would take
+/// every thread of the small cooperative pool from the asynchronous tests.
+@Suite("Record and replay", .serialized)
 struct RecordReplayTests {
     func sandbox() throws -> Sandbox {
         try Build.requireShim()
