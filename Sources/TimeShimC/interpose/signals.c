@@ -20,6 +20,7 @@
  * counted: a wait then only sees a signal the kernel interrupts it with.
  */
 #define _GNU_SOURCE
+#include "spinlock.h"
 #include "waiter.h"
 
 #include <dlfcn.h>
@@ -48,22 +49,10 @@ static void trampoline(int signal, siginfo_t *info, void *context) {
     if (handler) handler(signal, info, context);
 }
 
-/* sigaction serialised with itself, signals blocked so that a handler calling sigaction cannot spin on it. */
-static void lock_table(sigset_t *saved) {
-    sigset_t all;
-    sigfillset(&all);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, saved, sizeof(uint64_t));
-    int expected = 0;
-    while (!__atomic_compare_exchange_n(&table_lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        expected = 0;
-        tc_raw_syscall(SYS_sched_yield, 0);
-    }
-}
+/* sigaction serialised with itself (a handler may call sigaction: see spinlock.h). */
+static void lock_table(sigset_t *saved) { tc_spin_lock(&table_lock, saved); }
 
-static void unlock_table(const sigset_t *saved) {
-    __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, NULL, sizeof(uint64_t));
-}
+static void unlock_table(const sigset_t *saved) { tc_spin_unlock(&table_lock, saved); }
 
 static int real_sigaction(int signal, const struct sigaction *action, struct sigaction *old) {
     if (!tc_real.sigaction) tc_real.sigaction = (__typeof__(tc_real.sigaction))dlsym(RTLD_NEXT, "sigaction");
@@ -110,8 +99,8 @@ TC_EXPORT int sigaction(int, const struct sigaction *restrict, struct sigaction 
     __attribute__((alias("shim_sigaction")));
 TC_EXPORT int __sigaction(int, const struct sigaction *, struct sigaction *) __attribute__((alias("shim_sigaction")));
 
-/* signal() as glibc has it: BSD semantics (the handler stays, interrupted calls restart). */
-static __sighandler_t shim_signal(int signal, __sighandler_t handler) {
+/* signal() and its relatives through sigaction(), with their flags; the signal itself blocked in its handler or not. */
+static __sighandler_t install_handler(int signal, __sighandler_t handler, int flags, int block_itself) {
     if (handler == SIG_ERR || signal <= 0 || signal >= NSIG) {
         errno = EINVAL;
         return SIG_ERR;
@@ -119,11 +108,16 @@ static __sighandler_t shim_signal(int signal, __sighandler_t handler) {
     struct sigaction action, old;
     memset(&action, 0, sizeof(action));
     action.sa_handler = handler;
-    action.sa_flags = SA_RESTART;
+    action.sa_flags = flags;
     sigemptyset(&action.sa_mask);
-    sigaddset(&action.sa_mask, signal);
+    if (block_itself) sigaddset(&action.sa_mask, signal);
     if (shim_sigaction(signal, &action, &old) != 0) return SIG_ERR;
     return old.sa_handler;
+}
+
+/* signal() as glibc has it: BSD semantics (the handler stays, interrupted calls restart). */
+static __sighandler_t shim_signal(int signal, __sighandler_t handler) {
+    return install_handler(signal, handler, SA_RESTART, 1);
 }
 
 TC_EXPORT __sighandler_t signal(int, __sighandler_t) __attribute__((alias("shim_signal")));
@@ -132,17 +126,7 @@ TC_EXPORT __sighandler_t ssignal(int, __sighandler_t) __attribute__((alias("shim
 
 /* sysv_signal(): System V semantics (reset to the default when delivered, not blocked meanwhile). */
 static __sighandler_t shim_sysv_signal(int signal, __sighandler_t handler) {
-    if (handler == SIG_ERR || signal <= 0 || signal >= NSIG) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    struct sigaction action, old;
-    memset(&action, 0, sizeof(action));
-    action.sa_handler = handler;
-    action.sa_flags = SA_RESETHAND | SA_NODEFER;
-    sigemptyset(&action.sa_mask);
-    if (shim_sigaction(signal, &action, &old) != 0) return SIG_ERR;
-    return old.sa_handler;
+    return install_handler(signal, handler, SA_RESETHAND | SA_NODEFER, 0);
 }
 
 TC_EXPORT __sighandler_t sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));

@@ -17,6 +17,7 @@
  * a handler must not spin on a lock its own thread holds.
  */
 #define _GNU_SOURCE
+#include "spinlock.h"
 #include "waiter.h"
 
 #include <errno.h>
@@ -56,21 +57,9 @@ static int table_lock;
 #define TC_FD_BITMAP_BITS 65536
 static uint64_t timerfd_bitmap[TC_FD_BITMAP_BITS / 64];
 
-static void lock_table(sigset_t *saved) {
-    sigset_t all;
-    sigfillset(&all);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, saved, sizeof(uint64_t));
-    int expected = 0;
-    while (!__atomic_compare_exchange_n(&table_lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        expected = 0;
-        tc_raw_syscall(SYS_sched_yield, 0);
-    }
-}
+static void lock_table(sigset_t *saved) { tc_spin_lock(&table_lock, saved); }
 
-static void unlock_table(const sigset_t *saved) {
-    __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, saved, NULL, sizeof(uint64_t));
-}
+static void unlock_table(const sigset_t *saved) { tc_spin_unlock(&table_lock, saved); }
 
 static void mark_timerfd(int fd, int on) {
     if (fd < 0 || fd >= TC_FD_BITMAP_BITS) return;

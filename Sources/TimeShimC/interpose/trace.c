@@ -29,6 +29,7 @@
 #define _GNU_SOURCE
 #include "trace.h"
 #include "real.h"
+#include "spinlock.h"
 #include "text.h"
 #include "waiter.h"
 #include "timectl_trace.h"
@@ -293,20 +294,13 @@ static const char *open_raw_file(void) {
 static int grow_raw_file(long fd, uint64_t offset, uint64_t length) {
     if (tc_raw_syscall(SYS_fallocate, fd, 0, (long)offset, (long)length) == 0) return 0;
     uint64_t size = offset + length;
-    sigset_t all, saved;
-    sigfillset(&all);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &saved, sizeof(uint64_t));
-    int expected = 0;
-    while (!__atomic_compare_exchange_n(&grow_lock, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-        expected = 0;
-        tc_raw_syscall(SYS_sched_yield, 0);
-    }
+    sigset_t saved;
+    tc_spin_lock(&grow_lock, &saved);
     struct stat info;
     int result = -1;
     if (tc_raw_syscall(SYS_fstat, fd, &info) == 0)
         result = (uint64_t)info.st_size >= size ? 0 : (int)tc_raw_syscall(SYS_ftruncate, fd, (long)size);
-    __atomic_store_n(&grow_lock, 0, __ATOMIC_RELEASE);
-    tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, sizeof(uint64_t));
+    tc_spin_unlock(&grow_lock, &saved);
     return result;
 }
 
