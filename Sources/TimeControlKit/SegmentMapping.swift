@@ -54,7 +54,7 @@ final class SegmentMapping: @unchecked Sendable {
     var header: tc_segment_header { segment.pointee.header }
 
     /// Applies a verb under the writer lock; returns the published state.
-    func apply(_ verb: tc_verb, describedAs name: String) throws(TimeControlError) -> tc_clock_state {
+    func apply(_ verb: tc_verb, describedAs name: @autoclosure () -> String) throws(TimeControlError) -> tc_clock_state {
         var failure = tc_failure()
         guard tc_segment_lock(segment, Self.lockTimeoutNanoseconds, &failure) == 0 else {
             throw TimeControlError(failure, path: path)
@@ -65,7 +65,7 @@ final class SegmentMapping: @unchecked Sendable {
         let result = tc_segment_apply(segment, &verb, &published)
         switch result {
         case 0: return published
-        case Int32(TC_E_RANGE.rawValue): throw .outOfRange(verb: name)
+        case Int32(TC_E_RANGE.rawValue): throw .outOfRange(verb: name())
         default:
             throw .untrustedSegment(path: path, problem: String(cString: tc_result_phrase(result)))
         }

@@ -53,8 +53,11 @@ final class SessionScheduler: @unchecked Sendable {
     private var slots: [UInt32]
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
     private var unreachable: Set<UInt64> = []
-    /// How often each wait was the one advanced to, for the loop guard's message.
-    private(set) var stepsByWait: [String: Int] = [:]
+    /// Which waits were advanced to, and how often, for the loop guard's message.
+    private struct WaitIdentity: Hashable { var pid: Int32; var kind: Int32; var vclock: Int32 }
+    private var stepsByWait: [WaitIdentity: Int] = [:]
+    /// Command names, read at a process's first step (it may be gone when the guard reports).
+    private var commands: [Int32: String] = [:]
     private(set) var steps = 0
 
     static let shortestPause: Int64 = 50_000
@@ -159,7 +162,8 @@ final class SessionScheduler: @unchecked Sendable {
         }
         steps += 1
         tc_scheduler_count_step(segment)
-        stepsByWait[describe(wait), default: 0] += 1
+        if commands[wait.pid] == nil { commands[wait.pid] = Self.command(of: wait.pid) }
+        stepsByWait[WaitIdentity(pid: wait.pid, kind: wait.kind, vclock: wait.vclock), default: 0] += 1
     }
 
     /// Advances to `target` on the monotonic clock (nothing if it is already there).
@@ -167,8 +171,9 @@ final class SessionScheduler: @unchecked Sendable {
         try session.advance(to: SessionClock.Instant(nanoseconds: target))
     }
 
-    func describe(_ wait: Wait) -> String {
-        "\(Self.command(of: wait.pid)) (pid \(wait.pid)): \(PendingWait.kindName(wait.kind)) on \(PendingWait.clockName(wait.vclock))"
+    private func describe(pid: Int32, kind: Int32, vclock: Int32) -> String {
+        let command = commands[pid] ?? Self.command(of: pid)
+        return "\(command) (pid \(pid)): \(PendingWait.kindName(kind)) on \(PendingWait.clockName(vclock))"
     }
 
     static func command(of pid: Int32) -> String {
@@ -183,7 +188,8 @@ final class SessionScheduler: @unchecked Sendable {
 
     /// The wait that was advanced to most often, for the step guard's message.
     var busiestWait: String {
-        stepsByWait.max { ($0.value, $1.key) < ($1.value, $0.key) }.map { "\($0.key), \($0.value) times" } ?? "none"
+        let described = stepsByWait.map { (describe(pid: $0.key.pid, kind: $0.key.kind, vclock: $0.key.vclock), $0.value) }
+        return described.max { ($0.1, $1.0) < ($1.1, $0.0) }.map { "\($0.0), \($0.1) times" } ?? "none"
     }
 
     // MARK: Waiting
