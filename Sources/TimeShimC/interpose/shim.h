@@ -11,6 +11,8 @@
 
 #define TC_EXPORT __attribute__((visibility("default")))
 #define TC_LIKELY(x) __builtin_expect(!!(x), 1)
+/* Thread-local state at a fixed offset from the thread pointer: no __tls_get_addr call (which may allocate) on any path. */
+#define TC_TLS __thread __attribute__((tls_model("initial-exec")))
 
 /* Exit status of a process whose segment cannot be trusted (SPEC §7). */
 #define TC_SHIM_REFUSAL_STATUS 120

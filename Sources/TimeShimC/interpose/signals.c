@@ -29,8 +29,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-#define TC_TLS __thread __attribute__((tls_model("initial-exec")))
-
 static TC_TLS uint32_t handled_signals;
 
 uint32_t *tc_thread_handled_signals(void) { return &handled_signals; }

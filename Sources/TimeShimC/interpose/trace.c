@@ -46,7 +46,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TC_TLS __thread __attribute__((tls_model("initial-exec")))
 #define NO_ENTRY UINT32_MAX
 #define NO_VALUE INT64_MIN
 

@@ -16,8 +16,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define TC_TLS __thread __attribute__((tls_model("initial-exec")))
-
 /* ---- identities ---- */
 
 static TC_TLS int32_t cached_tid;
