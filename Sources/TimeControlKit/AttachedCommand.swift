@@ -58,7 +58,7 @@ public struct AttachedCommand: Sendable {
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, roots: roots, keepRate: keepRate,
+        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate,
                                           maxSteps: maxSteps, onFailure: { _, processes in Self.terminate(processes) })
         let status: Int32
         do {

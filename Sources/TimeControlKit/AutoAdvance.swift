@@ -45,8 +45,7 @@ public final class AutoAdvance: @unchecked Sendable {
         /// One line for people: steps, virtual time covered, real time taken, speed-up.
         public var description: String {
             let virtual = TimeFormats.formatDuration(virtualNanoseconds)
-            let milliseconds = (realNanoseconds + 500_000) / 1_000_000
-            let real = "\(milliseconds / 1000).\(String(milliseconds % 1000 + 1000).dropFirst())s"
+            let real = TimeFormats.formatSeconds(realNanoseconds, decimals: 3)
             let ratio = speedup.map { " (\(Self.formatRatio($0))× real speed)" } ?? ""
             return "\(steps) step\(steps == 1 ? "" : "s"), \(virtual) of virtual time in \(real) of real time\(ratio)"
         }
@@ -70,11 +69,10 @@ public final class AutoAdvance: @unchecked Sendable {
     /// descendants, freezes it unless `keepRate`, and starts the scheduler.
     /// If a loop guard stops it, `onFailure` runs on the scheduler's thread
     /// with the error and the processes it was watching.
-    init(session: TimeSession, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
+    init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
          onFailure: @escaping @Sendable (TimeControlError, [Int32]) -> Void = { _, _ in }) throws(TimeControlError) {
         self.session = session
-        let owner = tc_scheduler_claim(session.mapping.segment, ownPID)
-        if owner != 0 { throw .schedulerRunning(session: session.name, pid: owner) }
+        try Self.claim(session, pid: ownPID, kind: kind)
         do {
             if !keepRate { try session.freeze() }
         } catch {
@@ -97,6 +95,20 @@ public final class AutoAdvance: @unchecked Sendable {
 
     deinit {
         stop()
+    }
+
+    /// Makes `pid` the session's one scheduler, taking over the claim of a
+    /// scheduler that died (even if its pid now names another process).
+    private static func claim(_ session: TimeSession, pid: Int32, kind: SchedulerKind) throws(TimeControlError) {
+        let segment = session.mapping.segment
+        let started = UInt64(AttachedProcess.startTicks(of: pid) ?? 0)
+        var owner = tc_scheduler_claim(segment, pid, started, kind.raw)
+        if owner != 0 && owner != pid && session.scheduler == nil {
+            tc_scheduler_release(segment, owner)
+            owner = tc_scheduler_claim(segment, pid, started, kind.raw)
+        }
+        guard owner != 0 else { return }
+        throw .schedulerRunning(session: session.name, pid: owner, kind: session.scheduler?.kind ?? .unknown)
     }
 
     /// Why the scheduler stopped on its own (a loop guard), if it did.
@@ -133,10 +145,10 @@ extension TimeSession {
     ///   - maxSteps: stop after this many steps (with
     ///     ``TimeControlError/stepLimitExceeded(goal:steps:busiest:)`` in
     ///     ``AutoAdvance/failure``); no limit by default.
-    /// - Throws: ``TimeControlError/schedulerRunning(session:pid:)`` if
+    /// - Throws: ``TimeControlError/schedulerRunning(session:pid:kind:)`` if
     ///   another scheduler owns the session.
     public func startAutoAdvance(keepRate: Bool = false, maxSteps: Int? = nil) throws(TimeControlError) -> AutoAdvance {
-        try AutoAdvance(session: self, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps)
+        try AutoAdvance(session: self, kind: .harness, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps)
     }
 
     /// `timectl daemon`: a scheduler for the session's attached processes;
@@ -144,14 +156,23 @@ extension TimeSession {
     @_spi(CommandLine)
     public func startDaemon(keepRate: Bool, maxSteps: Int?,
                             onFailure: @escaping @Sendable (TimeControlError) -> Void) throws(TimeControlError) -> AutoAdvance {
-        try AutoAdvance(session: self, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps,
+        try AutoAdvance(session: self, kind: .daemon, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps,
                         onFailure: { error, _ in onFailure(error) })
     }
 
-    /// The scheduler that owns the session (`timectl run --auto-advance`, `timectl daemon`), if one runs.
-    public var schedulerProcess: AttachedProcess? {
-        let pid = tc_word_load_i32(&mapping.segment.pointee.scheduler_pid)
-        guard pid > 0, kill(pid, 0) == 0 || errno != ESRCH else { return nil }
-        return AttachedProcess.ifRunning(pid: pid, registeredBoottime: 0)
+    /// The process of the scheduler that owns the session (`timectl run --auto-advance`, `timectl daemon`), if one runs.
+    public var schedulerProcess: AttachedProcess? { scheduler?.process }
+
+    /// The scheduler that owns the session and what kind it is, if one runs.
+    @_spi(CommandLine)
+    public var scheduler: (process: AttachedProcess, kind: SchedulerKind)? {
+        let segment = mapping.segment
+        let pid = tc_word_load_i32(&segment.pointee.scheduler_pid)
+        guard pid > 0, let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: 0) else { return nil }
+        let started = tc_word_load_u64(&segment.pointee.scheduler_started)
+        let kind = SchedulerKind(tc_word_load(&segment.pointee.scheduler_kind))
+        // A claim whose process started at another time was left by a scheduler that died.
+        if started != 0, let ticks = AttachedProcess.startTicks(of: pid), UInt64(ticks) != started { return nil }
+        return (process, kind)
     }
 }

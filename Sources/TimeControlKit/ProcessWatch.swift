@@ -80,7 +80,12 @@ final class ProcessWatch {
             let channels = judged && canReadChannels(of: pid)
             for tid in threadIDs(of: pid, count: leader.threadCount) {
                 // stat first: it is what finds a stale descriptor (see ProcFiles.read).
-                guard let state = tid == pid ? leader : files.stat(pid: pid, tid: tid) else { continue }  // exited meanwhile
+                guard let state = tid == pid ? leader : files.stat(pid: pid, tid: tid) else {
+                    // Exited meanwhile — and another may have started in its place, with the
+                    // count unchanged: list the threads afresh, and count the process as busy.
+                    threadLists[pid] = nil
+                    return nil
+                }
                 if judged {
                     if !state.blocked { return nil }
                     if channels && !state.dead && !files.waitsInKernel(pid: pid, tid: tid) { return nil }
@@ -105,6 +110,7 @@ final class ProcessWatch {
                 continue
             }
             guard let leader = files.stat(pid: pid, tid: pid) else { continue }
+            threadLists[pid] = nil  // rarely asked: list the threads afresh
             for tid in threadIDs(of: pid, count: leader.threadCount) where tid == pid || files.stat(pid: pid, tid: tid) != nil {
                 queue += files.children(pid: pid, tid: tid)
             }
@@ -250,7 +256,12 @@ private struct ProcFiles {
                 fd = Glibc.open(key.path, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else { return nil }
             }
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            var count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            // A long children list (hundreds of them) fills the buffer: grow it and read again.
+            while count == buffer.count {
+                buffer += [UInt8](repeating: 0, count: buffer.count)
+                count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            }
             // An empty children list reads as 0 bytes: that is an answer, not a failure.
             if count > 0 || (count == 0 && key.file == .children) {
                 open[key] = Entry(fd: fd, used: generation)

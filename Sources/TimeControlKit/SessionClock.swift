@@ -85,6 +85,11 @@ extension Int64 {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? (other > 0 ? .max : .min) : sum
     }
+
+    func subtractingSaturating(_ other: Int64) -> Int64 {
+        let (difference, overflow) = subtractingReportingOverflow(other)
+        return overflow ? (other < 0 ? .max : .min) : difference
+    }
 }
 
 /// The in-process sleeps of one session: a heap of deadlines and one thread
@@ -205,7 +210,7 @@ final class SessionSleeper: @unchecked Sendable {
             if let next {
                 let rate = mapping.snapshot().rate
                 if rate != 0 {
-                    let remaining = UInt64(max(0, next - now))
+                    let remaining = UInt64(max(0, next.subtractingSaturating(now)))
                     let scaled = (UInt128(remaining) << 32 + UInt128(rate) - 1) / UInt128(rate)
                     realWait = scaled > UInt128(Int64.max / 2) ? -1 : Int64(scaled)
                 }

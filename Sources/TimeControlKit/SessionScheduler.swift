@@ -136,7 +136,7 @@ final class SessionScheduler: @unchecked Sendable {
             let now = nowOn[entry.vclock] ?? session.mapping.read(tc_vclock(UInt32(entry.vclock)))
             nowOn[entry.vclock] = now
             waits.append(Wait(slot: slots[index], owner: entry.owner, kind: entry.kind, vclock: entry.vclock,
-                              deadline: entry.deadline, remaining: max(0, entry.deadline - now)))
+                              deadline: entry.deadline, remaining: max(0, entry.deadline.subtractingSaturating(now))))
         }
         return waits.sorted { ($0.remaining, $0.owner) < ($1.remaining, $1.owner) }
     }

@@ -43,6 +43,38 @@ public struct SchedulerStatus: Sendable, Codable, Hashable {
     public var command: String
     /// The steps it has taken since it started.
     public var steps: UInt64
+    /// What runs it, and so how it ends.
+    public var kind: SchedulerKind
+}
+
+/// What runs a session's scheduler, and so how it ends.
+public enum SchedulerKind: String, Sendable, Codable, Hashable {
+    /// One command's (`timectl run --auto-advance`, `timectl replay`): it ends when the command exits.
+    case command
+    /// `timectl daemon`: it ends with `timectl daemon --stop`.
+    case daemon
+    /// ``TimeSession/startAutoAdvance(keepRate:maxSteps:)`` in a test process: it ends with ``AutoAdvance/stop()``.
+    case harness
+    /// Not known yet (the scheduler is starting).
+    case unknown
+
+    init(_ raw: UInt32) {
+        switch raw {
+        case TC_SCHEDULER_COMMAND.rawValue: self = .command
+        case TC_SCHEDULER_DAEMON.rawValue: self = .daemon
+        case TC_SCHEDULER_HARNESS.rawValue: self = .harness
+        default: self = .unknown
+        }
+    }
+
+    var raw: UInt32 {
+        switch self {
+        case .command: TC_SCHEDULER_COMMAND.rawValue
+        case .daemon: TC_SCHEDULER_DAEMON.rawValue
+        case .harness: TC_SCHEDULER_HARNESS.rawValue
+        case .unknown: TC_SCHEDULER_UNKNOWN.rawValue
+        }
+    }
 }
 
 /// A wait with a virtual deadline — a sleeping thread, a timed poll, an
@@ -113,14 +145,7 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
     static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> AttachedProcess? {
         if thread != 0 && thread != pid && access("/proc/\(pid)/task/\(thread)", F_OK) != 0 { return nil }
         if kill(pid, 0) != 0 && errno == ESRCH { return nil }
-        guard let stat = readProcFile(pid: pid, name: "stat"),
-              let afterName = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after "(comm)": state is the first, starttime the 20th.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 19, fields[0] != "Z", fields[0] != "X",
-              let startTicks = Int64(fields[19])
-        else { return nil }
+        guard let startTicks = startTicks(of: pid) else { return nil }
         let ticksPerSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
         let started = startTicks * (1_000_000_000 / max(ticksPerSecond, 1))
         // One tick of slack: starttime is rounded down to a tick.
@@ -129,6 +154,17 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
         }
         let command = readProcFile(pid: pid, name: "comm").map { String($0.prefix { $0 != "\n" }) } ?? "?"
         return AttachedProcess(pid: pid, command: command)
+    }
+
+    /// When a live (not zombie) process started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
+    static func startTicks(of pid: Int32) -> Int64? {
+        guard let stat = readProcFile(pid: pid, name: "stat"),
+              let afterName = stat.lastIndex(of: ")")
+        else { return nil }
+        // Fields after "(comm)": state is the first, starttime the 20th.
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
+        return Int64(fields[19])
     }
 
     private static func readProcFile(pid: Int32, name: String) -> String? {

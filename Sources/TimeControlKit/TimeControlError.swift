@@ -46,7 +46,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     /// ran: no step can ever end that (see the loop guard in the docs).
     case livelock(pid: Int32, command: String, immediateWaits: Int)
     /// Another auto-advance scheduler already owns the session.
-    case schedulerRunning(session: String, pid: Int32)
+    case schedulerRunning(session: String, pid: Int32, kind: SchedulerKind)
     /// A trace file that is missing, truncated, altered or of another format version.
     case untrustedTrace(path: String, problem: String)
     /// `timectl record` would replace an existing file.
@@ -97,8 +97,14 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "trace \(path) \(problem)"
         case .traceExists(let path):
             return "\(path) already exists; give another --trace FILE, or --force to replace it"
-        case .schedulerRunning(let session, let pid):
-            return "session '\(session)' already has an auto-advance scheduler (pid \(pid)); stop it first ('timectl daemon --stop --session \(session)')"
+        case .schedulerRunning(let session, let pid, let kind):
+            let ending = switch kind {
+            case .daemon: "stop it first ('timectl daemon --stop --session \(session)')"
+            case .command: "it ends when its command exits"
+            case .harness: "it ends when the test process that started it stops it"
+            case .unknown: "it is starting; try again when it has ended"
+            }
+            return "session '\(session)' already has an auto-advance scheduler (pid \(pid), \(kind.rawValue)); \(ending)"
         case .nothingPending(let session):
             return "session '\(session)' has no pending wait with a deadline ahead; nothing to advance to"
         }

@@ -111,6 +111,26 @@ public enum TimeFormats {
         return text
     }
 
+    /// Prints a `Duration` as a DURATION, to the nanosecond, as the nanosecond form does.
+    public static func formatDuration(_ duration: Duration) -> String {
+        formatDuration(SessionClock.Instant.nanoseconds(of: duration))
+    }
+
+    /// Prints nanoseconds as seconds with `decimals` digits after the point
+    /// (0–9, rounded half away from zero), e.g. `0.250s`, `-0.500000000s`:
+    /// for columns and reports, where every value shows the same precision.
+    static func formatSeconds(_ nanoseconds: Int64, decimals: Int) -> String {
+        let decimals = min(max(decimals, 0), 9)
+        var scale: UInt64 = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let unit = 1_000_000_000 / scale
+        let rounded = (nanoseconds.magnitude + unit / 2) / unit
+        let sign = nanoseconds < 0 && rounded > 0 ? "-" : ""
+        guard decimals > 0 else { return "\(sign)\(rounded)s" }
+        let fraction = String(rounded % scale + scale).dropFirst()
+        return "\(sign)\(rounded / scale).\(fraction)s"
+    }
+
     // MARK: Instants
 
     /// Parses an AT: absolute, or relative to the current virtual wall time.

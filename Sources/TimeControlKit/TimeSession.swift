@@ -272,8 +272,8 @@ public final class TimeSession: Sendable {
             verbsApplied: segmentCounter(\.verbs_applied),
             processes: attachedProcesses(),
             waits: pendingWaits(),
-            scheduler: schedulerProcess.map { process in
-                SchedulerStatus(pid: process.pid, command: process.command, steps: segmentCounter(\.scheduler_steps))
+            scheduler: scheduler.map { process, kind in
+                SchedulerStatus(pid: process.pid, command: process.command, steps: segmentCounter(\.scheduler_steps), kind: kind)
             }
         )
     }
@@ -295,7 +295,7 @@ public final class TimeSession: Sendable {
                 pid: pid, thread: thread, command: process.command,
                 kind: PendingWait.kindName(entry.kind), clock: PendingWait.clockName(entry.vclock),
                 deadlineNanoseconds: entry.deadline,
-                remainingNanoseconds: max(0, entry.deadline - now),
+                remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
                 deadline: isWall ? TimeFormats.formatInstant(entry.deadline) : nil))
         }
         return waits.sorted { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }

@@ -225,8 +225,7 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
 
     static func format(_ nanoseconds: Int64, clockName: String) -> String {
         if clockName == "CLOCK_REALTIME" || clockName == "CLOCK_TAI" { return TimeFormats.formatInstant(nanoseconds) }
-        let seconds = nanoseconds / 1_000_000_000, fraction = abs(nanoseconds % 1_000_000_000)
-        return "\(seconds).\(String(fraction + 1_000_000_000).dropFirst())s"
+        return TimeFormats.formatSeconds(nanoseconds, decimals: 9)
     }
 
     /// The names of the clock ids the shim records.

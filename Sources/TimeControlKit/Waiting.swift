@@ -40,7 +40,7 @@ extension TimeSession {
             let word = tc_wait_changes_word(mapping.segment)
             tc_segment_watch_waits(mapping.segment, 1)
             defer { tc_segment_watch_waits(mapping.segment, 0) }
-            let deadline = tc_real_ns(CLOCK_MONOTONIC) + SessionClock.Instant.nanoseconds(of: realTimeLimit)
+            let deadline = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(SessionClock.Instant.nanoseconds(of: realTimeLimit))
             while true {
                 let changes = tc_word_load(word)
                 let matching = pendingWaits().filter(predicate)
@@ -213,7 +213,7 @@ extension TimeSession {
     /// hold. Past `realTimeLimit` it throws (`throwing`) or reports `.timedOut`.
     private func waitForWaitOrCondition(_ condition: @Sendable () async throws -> Bool, realTimeLimit: Duration,
                                         description: String, throwing: Bool) async throws -> WaitOutcome {
-        let deadline = tc_real_ns(CLOCK_MONOTONIC) + SessionClock.Instant.nanoseconds(of: realTimeLimit)
+        let deadline = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(SessionClock.Instant.nanoseconds(of: realTimeLimit))
         while true {
             if try await condition() { return .conditionHeld }
             if pendingWaits().contains(where: { $0.remainingNanoseconds > 0 }) { return .waitStarted }

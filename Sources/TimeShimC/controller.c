@@ -46,6 +46,8 @@ uint32_t tc_word_load(const uint32_t *word) { return __atomic_load_n(word, __ATO
 
 int32_t tc_word_load_i32(const int32_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 
+uint64_t tc_word_load_u64(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
+
 void tc_word_poke(uint32_t *word) {
     __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);

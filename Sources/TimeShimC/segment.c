@@ -441,7 +441,7 @@ void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot) {
 
 /* ---- the scheduler's claim ---- */
 
-int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid) {
+int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid, uint64_t started, uint32_t kind) {
     for (;;) {
         int32_t owner = __atomic_load_n(&segment->scheduler_pid, __ATOMIC_ACQUIRE);
         /* One scheduler per session, even within one process. */
@@ -449,12 +449,18 @@ int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid) {
         if (__atomic_compare_exchange_n(&segment->scheduler_pid, &owner, pid, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_ACQUIRE)) {
             __atomic_store_n(&segment->scheduler_steps, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&segment->scheduler_kind, kind, __ATOMIC_RELEASE);
+            __atomic_store_n(&segment->scheduler_started, started, __ATOMIC_RELEASE);
             return 0;
         }
     }
 }
 
 void tc_scheduler_release(struct tc_segment *segment, int32_t pid) {
+    if (__atomic_load_n(&segment->scheduler_pid, __ATOMIC_ACQUIRE) != pid) return;
+    /* Cleared first, so that a reader never pairs the next owner's pid with these. */
+    __atomic_store_n(&segment->scheduler_started, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&segment->scheduler_kind, TC_SCHEDULER_UNKNOWN, __ATOMIC_RELEASE);
     int32_t expected = pid;
     __atomic_compare_exchange_n(&segment->scheduler_pid, &expected, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }

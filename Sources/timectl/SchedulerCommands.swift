@@ -40,8 +40,7 @@ struct RunPending: ParsableCommand {
     func run() throws {
         let session = try sessionOptions.openExisting()
         let result = try session.runUntilIdleBlocking(maxSteps: maxSteps, realTimeLimit: SchedulerCommands.settleLimit)
-        let nanoseconds = Int64(result.elapsed.components.seconds) * 1_000_000_000 + result.elapsed.components.attoseconds / 1_000_000_000
-        print("\(result.steps) step\(result.steps == 1 ? "" : "s"), \(TimeFormats.formatDuration(nanoseconds)) of virtual time; nothing pending")
+        print("\(result.steps) step\(result.steps == 1 ? "" : "s"), \(TimeFormats.formatDuration(result.elapsed)) of virtual time; nothing pending")
     }
 }
 
@@ -63,7 +62,7 @@ struct Daemon: ParsableCommand {
     @Flag(name: .customLong("keep-rate"), help: "Keep the session's rate instead of freezing it.")
     var keepRate = false
 
-    @Flag(help: "Stop the session's running scheduler (a daemon, or run --auto-advance) and wait for it to exit.")
+    @Flag(help: "Stop the session's daemon (started by 'timectl daemon') and wait for it to exit.")
     var stop = false
 
     func validate() throws {
@@ -90,11 +89,21 @@ struct Daemon: ParsableCommand {
     }
 
     static func stopScheduler(of session: TimeSession) throws {
-        guard let scheduler = session.schedulerProcess else {
+        guard let (scheduler, kind) = session.scheduler else {
             throw CommandFailure(message: "session '\(session.name)' has no scheduler running", status: 1)
         }
+        // A signal to any other scheduler would end a command or a test run, not just the scheduler.
+        guard kind == .daemon else {
+            let owner = switch kind {
+            case .command: "a command's run (timectl run --auto-advance or replay), which ends when the command exits"
+            case .harness: "a test process (startAutoAdvance), which stops it itself"
+            case .daemon, .unknown: "a scheduler that is still starting"
+            }
+            throw CommandFailure(message: "session '\(session.name)' is auto-advanced by pid \(scheduler.pid), \(owner); --stop stops only a 'timectl daemon'", status: 1)
+        }
         kill(scheduler.pid, SIGTERM)
-        for _ in 0..<1000 where session.schedulerProcess?.pid == scheduler.pid {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while session.schedulerProcess?.pid == scheduler.pid && ContinuousClock.now < deadline {
             usleep(10_000)
         }
         if session.schedulerProcess?.pid == scheduler.pid {

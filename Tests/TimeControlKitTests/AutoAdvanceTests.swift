@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-@testable import TimeControlKit
+@_spi(CommandLine) @testable import TimeControlKit
+import TimeShimC
 
 /// The session scheduler (SPEC §8): `run --auto-advance`, `daemon`,
 /// `tick --step`, `run-pending`, their library forms, and the loop guards.
@@ -186,11 +187,11 @@ struct AutoAdvanceTests {
         #expect(worker.status == 0, "\(worker)")
         #expect(stamps(worker.stdout) == [Self.start + 30 * Self.second])
         let status = try sandbox.timectl("--session", "shared", "status")
-        #expect(status.stdout.contains("scheduler   auto-advance by pid \(scheduler.pid) (timectl), 1 step so far\n"), "\(status)")
+        #expect(status.stdout.contains("scheduler   auto-advance by pid \(scheduler.pid) (timectl, daemon), 1 step so far\n"), "\(status)")
 
         let second = try sandbox.timectl("--session", "shared", "daemon")
         #expect(second.status == 1)
-        #expect(second.stderr == "timectl: session 'shared' already has an auto-advance scheduler (pid \(scheduler.pid)); stop it first ('timectl daemon --stop --session shared')\n")
+        #expect(second.stderr == "timectl: session 'shared' already has an auto-advance scheduler (pid \(scheduler.pid), daemon); stop it first ('timectl daemon --stop --session shared')\n")
         let alsoRun = try sandbox.timectl("--session", "shared", "run", "--auto-advance", "--", "true")
         #expect(alsoRun.status == 125)
 
@@ -203,6 +204,58 @@ struct AutoAdvanceTests {
         let again = try sandbox.timectl("--session", "shared", "daemon", "--stop")
         #expect(again.status == 1)
         #expect(again.stderr == "timectl: session 'shared' has no scheduler running\n")
+    }
+
+    @Test("daemon --stop signals only a daemon: a command's scheduler is refused, and its command runs on")
+    func stopOnlyStopsDaemons() throws {
+        let (sandbox, session) = try frozenSession("owned")
+        let fifo = sandbox.directory + "/go"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let run = try AttachedRun(sandbox, timectl: ["--session", "owned", "run", "--auto-advance", "--",
+                                                     "sh", "-c", "read line < \"$0\"; date +%s%N", fifo])
+        let deadline = Date().addingTimeInterval(30)
+        while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
+        let scheduler = try #require(session.scheduler)
+        #expect(scheduler.process.pid == run.process.processIdentifier)
+        #expect(scheduler.kind == .command)
+        #expect(session.status().scheduler?.kind == .command)
+
+        let stop = try sandbox.timectl("--session", "owned", "daemon", "--stop")
+        #expect(stop.status == 1)
+        #expect(stop.stderr == "timectl: session 'owned' is auto-advanced by pid \(scheduler.process.pid), a command's run (timectl run --auto-advance or replay), which ends when the command exits; --stop stops only a 'timectl daemon'\n")
+        let second = try sandbox.timectl("--session", "owned", "daemon")
+        #expect(second.stderr == "timectl: session 'owned' already has an auto-advance scheduler (pid \(scheduler.process.pid), command); it ends when its command exits\n")
+        #expect(run.isRunning)
+        try "go\n".write(toFile: fifo, atomically: false, encoding: .utf8)
+        #expect(run.exitStatus() == 0)
+        #expect(stamps(run.output) == [Self.start])
+        #expect(session.schedulerProcess == nil)
+    }
+
+    @Test("a claim left by a scheduler that died, its pid now another process's, is neither trusted nor signalled")
+    func staleClaim() throws {
+        let (sandbox, session) = try frozenSession("stale")
+        // A live process that is no scheduler, standing in for one that took a dead scheduler's pid.
+        let bystander = Process()
+        bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        bystander.arguments = ["600"]
+        try bystander.run()
+        defer {
+            kill(bystander.processIdentifier, SIGKILL)  // SIGTERM may be blocked: Foundation passes on the spawning thread's mask
+            bystander.waitUntilExit()
+        }
+        let pid = bystander.processIdentifier
+        let started = UInt64(try #require(AttachedProcess.startTicks(of: pid)))
+        #expect(tc_scheduler_claim(session.mapping.segment, pid, started + 1, TC_SCHEDULER_DAEMON.rawValue) == 0)
+
+        #expect(session.schedulerProcess == nil)
+        #expect(try sandbox.timectl("--session", "stale", "status").stdout.contains("scheduler   none"))
+        let stopped = try sandbox.timectl("--session", "stale", "daemon", "--stop")
+        #expect(stopped.stderr == "timectl: session 'stale' has no scheduler running\n")
+        let run = try sandbox.timectl("--session", "stale", "run", "--auto-advance", "--", "sh", "-c", "sleep 5; date +%s%N")
+        #expect(run.status == 0, "\(run)")
+        #expect(stamps(run.stdout) == [Self.start + 5 * Self.second])
+        #expect(bystander.isRunning)
     }
 
     @Test("the library: startAutoAdvance, stepForward(by:) and runUntilIdle()")

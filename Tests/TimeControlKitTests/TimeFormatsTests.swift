@@ -98,6 +98,14 @@ struct TimeFormatsTests {
             #expect(try TimeFormats.parseDuration(TimeFormats.formatDuration(nanoseconds)) == nanoseconds)
         }
         #expect(TimeFormats.formatDuration(5_400_000_000_000) == "1h30m")
+        #expect(TimeFormats.formatDuration(.seconds(90) + .nanoseconds(1)) == "1m30.000000001s")
+    }
+
+    @Test("seconds at a fixed precision, rounded, with the sign of values under a second kept",
+          arguments: [(Int64(0), 3, "0.000s"), (1_500_000_000, 3, "1.500s"), (1_999_600_000, 3, "2.000s"), (-500_000_000, 9, "-0.500000000s"),
+                      (-400_000, 3, "0.000s"), (123_456_789, 9, "0.123456789s"), (2_500_000_000, 0, "3s"), (Int64.min, 9, "-9223372036.854775808s")])
+    func fixedSeconds(nanoseconds: Int64, decimals: Int, printed: String) {
+        #expect(TimeFormats.formatSeconds(nanoseconds, decimals: decimals) == printed)
     }
 
     @Test("rates", arguments: [("1", "1"), ("2", "2"), ("0.5", "0.5"), ("0.1", "0.1"), ("0.001", "0.001"), ("1000000", "1000000"), ("10.25", "10.25")])

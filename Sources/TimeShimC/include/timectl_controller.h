@@ -23,6 +23,7 @@ uint32_t *tc_wait_changes_word(struct tc_segment *segment);
 /* An acquire load of a futex word; an increment of a process-private one that wakes its waiters. */
 uint32_t tc_word_load(const uint32_t *word);
 int32_t tc_word_load_i32(const int32_t *word);
+uint64_t tc_word_load_u64(const uint64_t *word);
 void tc_word_poke(uint32_t *word);
 /* Blocks while a process-private word holds `value`, at most `timeout_ns` (< 0: no limit). */
 void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);

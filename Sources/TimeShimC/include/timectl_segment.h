@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 4u
+#define TC_SEGMENT_VERSION 5u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -124,6 +124,14 @@ struct tc_segment_header {
 /* Set (atomically) by `timectl session remove` just before it unlinks the file. */
 #define TC_SEGMENT_FLAG_REMOVED 1u
 
+/* What kind of scheduler owns a session. */
+enum tc_scheduler_kind {
+    TC_SCHEDULER_UNKNOWN = 0,
+    TC_SCHEDULER_COMMAND = 1,          /* one command's, ending with it: timectl run --auto-advance, timectl replay */
+    TC_SCHEDULER_DAEMON = 2,           /* timectl daemon, until timectl daemon --stop */
+    TC_SCHEDULER_HARNESS = 3,          /* TimeSession.startAutoAdvance() in a test process */
+};
+
 struct tc_segment {
     struct tc_segment_header header;
     uint8_t header_padding[256 - sizeof(struct tc_segment_header)];
@@ -140,7 +148,13 @@ struct tc_segment {
        --auto-advance, timectl daemon), 0 if none; claimed by compare-and-swap. */
     int32_t scheduler_pid;
     uint64_t scheduler_steps;          /* steps that scheduler has taken */
-    uint8_t generation_padding[32];
+    /* Its process's start time (field 22 of /proc/PID/stat), written after the
+       claim and cleared before the release; 0 while unknown. A pid whose
+       process started at another time is not the scheduler: it died, and
+       its pid was reused. */
+    uint64_t scheduler_started;
+    uint32_t scheduler_kind;           /* enum tc_scheduler_kind */
+    uint8_t generation_padding[20];
     /* Robust, process-shared: a writer that dies holding it is recovered. */
     pthread_mutex_t writer_lock;       /* cache line 7 */
     uint8_t lock_padding[64 - sizeof(pthread_mutex_t)];

@@ -86,11 +86,14 @@ void tc_proc_count_immediate_wait(struct tc_segment *segment, int slot);
 
 /*
  * The auto-advance scheduler's claim on the session: at most one at a
- * time. Returns 0 when `pid` now owns it, or the pid of the live scheduler
- * that does — `pid` itself if it already has one (a dead one's claim is
- * taken over).
+ * time. Returns 0 when `pid` (whose process started at `started`, in
+ * clock ticks after boot) now owns it as a scheduler of `kind`, or the pid
+ * that does — `pid` itself if it already has one. A dead owner's claim is
+ * taken over; one whose pid now names another process is the caller's to
+ * judge (by scheduler_started) and to release.
  */
-int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid);
+int32_t tc_scheduler_claim(struct tc_segment *segment, int32_t pid, uint64_t started, uint32_t kind);
+/* Ends `pid`'s claim, if it still holds one. */
 void tc_scheduler_release(struct tc_segment *segment, int32_t pid);
 /* Counts one step of the owning scheduler, for status. */
 void tc_scheduler_count_step(struct tc_segment *segment);
