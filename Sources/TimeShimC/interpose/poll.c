@@ -28,11 +28,6 @@
  */
 typedef int (*fd_wait_once)(void *context, int wake_fd, const struct timespec *timeout, const sigset_t *mask);
 
-static void leave_waiter_cleanup(void *unused) {
-    (void)unused;
-    tc_waiter_leave();
-}
-
 /* Runs `once` until it reports something or the virtual deadline passes
    (then 0). `mask` is the caller's sigmask argument, or NULL for the thread's. */
 static int wait_until(struct tc_segment *segment, int kind, int64_t deadline, fd_wait_once once, void *context,
@@ -45,7 +40,8 @@ static int wait_until(struct tc_segment *segment, int kind, int64_t deadline, fd
     tc_wait_begin(&wait, segment, kind, TC_VCLOCK_MONOTONIC, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     volatile int wake_fd = can_wake ? tc_waiter_enter_fd() : -1;
-    pthread_cleanup_push(leave_waiter_cleanup, NULL);
+    volatile int entered = wake_fd >= 0;
+    pthread_cleanup_push(tc_waiter_leave_cleanup, (void *)&entered);
     tc_signal_guard_enter(&guard);
     pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
     const sigset_t *during = mask ? mask : &guard.application;

@@ -100,14 +100,18 @@ static void before_fork(void) {
 }
 
 static void after_fork_in_parent(void) {
-    if (attached()) tc_timers_after_fork_in_parent();
+    if (!attached()) return;
+    tc_timers_after_fork_in_parent();
+    tc_trace_after_fork_in_parent();
 }
 
 static void after_fork_in_child(void) {
     if (!attached()) return;
     register_this_process();
-    tc_waiters_after_fork_in_child();
+    tc_signals_after_fork_in_child();
+    /* Before the waiters' part, which unblocks signals: a handler's reading then records into the child's own file. */
     tc_trace_after_fork_in_child();
+    tc_waiters_after_fork_in_child();
 }
 
 __attribute__((destructor)) static void detach_at_exit(void) {

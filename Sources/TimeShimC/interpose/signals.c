@@ -52,6 +52,8 @@ static void lock_table(sigset_t *saved) { tc_spin_lock(&table_lock, saved); }
 
 static void unlock_table(const sigset_t *saved) { tc_spin_unlock(&table_lock, saved); }
 
+void tc_signals_after_fork_in_child(void) { __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE); }
+
 static int real_sigaction(int signal, const struct sigaction *action, struct sigaction *old) {
     if (!tc_real.sigaction) tc_real.sigaction = (__typeof__(tc_real.sigaction))dlsym(RTLD_NEXT, "sigaction");
     return tc_real.sigaction(signal, action, old);

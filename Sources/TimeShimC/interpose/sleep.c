@@ -55,6 +55,7 @@ static int64_t request_ns(const struct timespec *request) {
 /* clock_nanosleep's contract: 0 or an error number; errno untouched. */
 static int sleep_on(struct tc_segment *segment, int vclock, int flags, const struct timespec *request,
                     struct timespec *remain) {
+    if (!request) return EFAULT;  /* as the kernel answers */
     if (!valid_request(request)) return EINVAL;
     int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, request_ns(request))
                                                : tc_wait_deadline_after(segment, vclock, request_ns(request));

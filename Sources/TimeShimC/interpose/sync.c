@@ -66,11 +66,6 @@ static clockid_t cond_clock(const pthread_cond_t *cond) {
     return (flags & GLIBC_COND_CLOCK_MONOTONIC) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 }
 
-static void leave_waiter_cleanup(void *unused) {
-    (void)unused;
-    tc_waiter_leave();
-}
-
 static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock,
                            int64_t deadline) {
     struct tc_wait wait;
@@ -78,18 +73,18 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
     tc_wait_begin(&wait, segment, TC_WAIT_COND, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     volatile int woken_by_helper = tc_waiter_enter_cond(cond, mutex, vclock, deadline) == 0;
-    pthread_cleanup_push(leave_waiter_cleanup, NULL);
+    pthread_cleanup_push(tc_waiter_leave_cleanup, (void *)&woken_by_helper);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
         if (!woken_by_helper && real > TC_SLICE_NS) real = TC_SLICE_NS;
-        tc_waiter_set_rate(view.rate);
+        if (woken_by_helper) tc_waiter_set_rate(view.rate);
         struct timespec until = real_deadline(real);
         int returned = tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
         if (returned == ETIMEDOUT) continue;
         /* Woken by the helper because a verb made the deadline due: that is a timeout. */
-        result = returned == 0 && tc_waiter_woken_at_deadline() ? ETIMEDOUT : returned;
+        result = returned == 0 && woken_by_helper && tc_waiter_woken_at_deadline() ? ETIMEDOUT : returned;
         break;
     }
     pthread_cleanup_pop(1);

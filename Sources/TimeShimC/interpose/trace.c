@@ -261,6 +261,24 @@ static struct tc_raw_header *raw_header;
 static uint32_t raw_chunks;
 static int grow_lock;
 
+/* Makes room for `length` bytes at `offset`; never makes the file shorter (another thread may have grown it further). */
+static int grow_raw_file(long fd, uint64_t offset, uint64_t length) {
+    long allocated = tc_raw_syscall(SYS_fallocate, fd, 0, (long)offset, (long)length);
+    if (allocated == 0) return 0;
+    /* Out of space (or anything else): the event is lost. A sparse file would
+       map, and then kill the program with SIGBUS on the first write. */
+    if (allocated != -EOPNOTSUPP) return -1;
+    uint64_t size = offset + length;
+    sigset_t saved;
+    tc_spin_lock(&grow_lock, &saved);
+    struct stat info;
+    int result = -1;
+    if (tc_raw_syscall(SYS_fstat, fd, &info) == 0)
+        result = (uint64_t)info.st_size >= size ? 0 : (int)tc_raw_syscall(SYS_ftruncate, fd, (long)size);
+    tc_spin_unlock(&grow_lock, &saved);
+    return result;
+}
+
 static const char *open_raw_file(void) {
     raw_path.length = 0;
     tc_text_append(&raw_path, recording_directory);
@@ -273,7 +291,7 @@ static const char *open_raw_file(void) {
                              0600);
     if (fd < 0) return "cannot be written to";
     long address = -1;
-    if (tc_raw_syscall(SYS_ftruncate, fd, TC_RAW_HEADER_SIZE) == 0)
+    if (grow_raw_file(fd, 0, TC_RAW_HEADER_SIZE) == 0)
         address = tc_raw_syscall(SYS_mmap, 0, TC_RAW_HEADER_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     tc_raw_syscall(SYS_close, fd);
     if (address < 0 && address > -4096) return "cannot be written to";
@@ -289,20 +307,6 @@ static const char *open_raw_file(void) {
     return NULL;
 }
 
-/* Makes room for `length` bytes at `offset`; never makes the file shorter (another thread may have grown it further). */
-static int grow_raw_file(long fd, uint64_t offset, uint64_t length) {
-    if (tc_raw_syscall(SYS_fallocate, fd, 0, (long)offset, (long)length) == 0) return 0;
-    uint64_t size = offset + length;
-    sigset_t saved;
-    tc_spin_lock(&grow_lock, &saved);
-    struct stat info;
-    int result = -1;
-    if (tc_raw_syscall(SYS_fstat, fd, &info) == 0)
-        result = (uint64_t)info.st_size >= size ? 0 : (int)tc_raw_syscall(SYS_ftruncate, fd, (long)size);
-    tc_spin_unlock(&grow_lock, &saved);
-    return result;
-}
-
 /* Gives the calling thread a new chunk; 0, or −1 (its event is then lost, and counted). */
 static int new_chunk(struct thread_state *state) {
     if (!raw_header) return -1;
@@ -314,6 +318,8 @@ static int new_chunk(struct thread_state *state) {
         address = tc_raw_syscall(SYS_mmap, 0, TC_CHUNK_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (long)offset);
     tc_raw_syscall(SYS_close, fd);
     if (address < 0 && address > -4096) return -1;
+    /* The full chunk stays in the file; unmapped, it no longer counts against the process's mappings. */
+    if (state->payload) tc_raw_syscall(SYS_munmap, state->payload - sizeof(struct tc_chunk_header), TC_CHUNK_SIZE);
     struct tc_chunk_header *chunk = (struct tc_chunk_header *)address;
     chunk->thread = state->number;
     chunk->sequence = state->sequence++;
@@ -368,6 +374,10 @@ static int same_text(const char *a, size_t a_length, const char *b, size_t b_len
 
 /* The registry entry's place in the tree: the recorded path its process replays, else its parent's path and ordinal. */
 static void entry_path(uint32_t index, struct tc_text *path, int depth) {
+    if (index >= registry->capacity) {  /* NO_ENTRY: the registry was full */
+        tc_text_append(path, "?");
+        return;
+    }
     const struct tc_registry_entry *entry = &entries[index];
     uint32_t replays = __atomic_load_n(&entry->replays, __ATOMIC_ACQUIRE);
     if (replays && trace_processes && replays <= trace_header->process_count) {
@@ -396,7 +406,7 @@ static void find_recorded_image(void) {
     replayed_image = -1;
     struct tc_text path = {.length = 0};
     entry_path(own_entry, &path, 0);
-    char arguments[4096];
+    char arguments[sizeof(((struct tc_raw_header *)0)->argv)];  /* as much as a recording keeps */
     uint32_t arguments_length = own_arguments(arguments, sizeof(arguments));
     size_t parent_length = path.length;
     while (parent_length > 0 && path.text[parent_length - 1] != '.') parent_length--;
@@ -447,7 +457,8 @@ static void find_stream(struct thread_state *state) {
 static int64_t diverged_value(struct thread_state *state, struct tc_segment *segment, int vclock) {
     int64_t now = tc_segment_read(segment, vclock);
     if (state->anchor_value[vclock] == NO_VALUE) return now;
-    return state->anchor_value[vclock] + (now - state->anchor_session[vclock]);
+    /* Recorded values are the trace's: wrap rather than overflow (undefined in C). */
+    return (int64_t)((uint64_t)state->anchor_value[vclock] + ((uint64_t)now - (uint64_t)state->anchor_session[vclock]));
 }
 
 static void report_divergence(struct thread_state *state, uint32_t reason, const struct tc_event *expected,
@@ -638,14 +649,26 @@ int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_
     int64_t replayed_now = state->diverged ? diverged_value(state, segment, vclock)
                                            : __atomic_load_n(&process_last[vclock], __ATOMIC_RELAXED);
     if (replayed_now == NO_VALUE || absolute == INT64_MIN || absolute == INT64_MAX) return absolute;
-    int64_t distance = absolute - replayed_now;
+    int64_t distance;
+    if (__builtin_sub_overflow(absolute, replayed_now, &distance)) distance = absolute > replayed_now ? INT64_MAX : INT64_MIN;
     if (distance <= 0) return session_now;
     return session_now > INT64_MAX - distance ? INT64_MAX : session_now + distance;
 }
 
 void tc_trace_before_fork(void) {
-    if (tc_trace_mode != TC_TRACE_OFF && own_entry != NO_ENTRY)
-        fork_ordinal = __atomic_add_fetch(&entries[own_entry].children, 1, __ATOMIC_ACQ_REL);
+    if (tc_trace_mode == TC_TRACE_OFF) return;
+    if (own_entry != NO_ENTRY) fork_ordinal = __atomic_add_fetch(&entries[own_entry].children, 1, __ATOMIC_ACQ_REL);
+    /* Until each side has its own state again, a reading (another library's
+       fork handler, a signal handler) is lost rather than written into the
+       parent's chunk by both processes. */
+    thread_state.recording = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+void tc_trace_after_fork_in_parent(void) {
+    if (tc_trace_mode == TC_TRACE_OFF) return;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    thread_state.recording = 0;
 }
 
 void tc_trace_after_fork_in_child(void) {
@@ -655,6 +678,7 @@ void tc_trace_after_fork_in_child(void) {
     own_entry = claim_entry(pid, parent != NO_ENTRY ? parent + 1 : 0, fork_ordinal, start_ticks(pid));
     own_image = 1;
     threads_numbered = 0;
+    grow_lock = 0;  /* another thread may have held it at the fork */
     memset(&thread_state, 0, sizeof(thread_state));
     if (own_entry == NO_ENTRY) {
         raw_header = NULL;

@@ -52,6 +52,7 @@ void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline)
 int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
 
 void tc_trace_before_fork(void);
+void tc_trace_after_fork_in_parent(void);
 void tc_trace_after_fork_in_child(void);
 
 #endif

@@ -38,7 +38,7 @@ struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock) {
 int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline) {
     if (view->now >= deadline) return 0;
     if (view->rate == 0) return TC_FOREVER;
-    unsigned __int128 remaining = (uint64_t)(deadline - view->now);
+    unsigned __int128 remaining = (uint64_t)deadline - (uint64_t)view->now;  /* deadline > now: no wrap */
     unsigned __int128 real = ((remaining << TC_RATE_SHIFT) + view->rate - 1) / view->rate;
     return real >= (unsigned __int128)(INT64_MAX / 2) ? TC_FOREVER : (int64_t)real;
 }
@@ -162,6 +162,7 @@ struct waiter_record {
     int64_t deadline;
     uint64_t rate;            /* the rate the waiter's real timeout assumes */
     int woken;                /* the helper broadcast: 1 for a rate change, 2 at the deadline */
+    int outer;                /* the thread's record before this one (a wait in a signal handler nests), or −1 */
 };
 
 #define WOKEN_FOR_RATE 1
@@ -202,6 +203,11 @@ static int thread_wake_fd_get(void) {
     if (thread_wake_fd >= 0 && tc_fd_owned(thread_wake_fd)) return thread_wake_fd;
     long fd = tc_raw_syscall(SYS_eventfd2, 0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) return -1;
+    if (fd >= TC_OWNED_FD_BITS) {
+        /* Beyond what the shim can mark as its own: the wait slices instead. */
+        tc_raw_syscall(SYS_close, fd);
+        return -1;
+    }
     tc_fd_claim((int)fd);
     int remembered = 0;
     for (int i = 0; i < TC_WAKE_FDS && !remembered; i++) {
@@ -230,6 +236,7 @@ static int enter(struct waiter_record *fields) {
         records[i].deadline = fields->deadline;
         __atomic_store_n(&records[i].rate, fields->rate, __ATOMIC_RELAXED);
         __atomic_store_n(&records[i].woken, 0, __ATOMIC_RELAXED);
+        records[i].outer = thread_record;
         __atomic_store_n(&records[i].state, RECORD_WAITING, __ATOMIC_RELEASE);
         thread_record = i;
         return 0;
@@ -261,6 +268,7 @@ int tc_waiter_woken_at_deadline(void) {
 void tc_waiter_leave(void) {
     int i = thread_record;
     if (i < 0) return;
+    int outer = records[i].outer;  /* read while the record is still ours */
     /* Wait out a poke in progress: after this, the helper never touches our fd or condvar. */
     for (;;) {
         int expected = RECORD_WAITING;
@@ -269,7 +277,11 @@ void tc_waiter_leave(void) {
             break;
         tc_raw_syscall(SYS_sched_yield, 0);
     }
-    thread_record = -1;
+    thread_record = outer;
+}
+
+void tc_waiter_leave_cleanup(void *entered) {
+    if (*(volatile int *)entered) tc_waiter_leave();
 }
 
 void tc_waiter_drain(int wake_fd) {

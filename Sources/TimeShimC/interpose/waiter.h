@@ -123,7 +123,11 @@ int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, int vcloc
 void tc_waiter_set_rate(uint64_t rate);
 /* Whether the helper woke the calling condition waiter because its deadline came. */
 int tc_waiter_woken_at_deadline(void);
+/* Ends the registration an enter call made (only one that succeeded: a
+   wait in a signal handler nests inside the thread's outer wait). */
 void tc_waiter_leave(void);
+/* For pthread_cleanup_push: tc_waiter_leave() if *(volatile int *)entered. */
+void tc_waiter_leave_cleanup(void *entered);
 /* Empties a wake eventfd after it woke its thread. */
 void tc_waiter_drain(int wake_fd);
 
@@ -151,6 +155,8 @@ void tc_timers_after_fork_in_child(void);
 
 /* Called by shim.c in a fork child. */
 void tc_waiters_after_fork_in_child(void);
+/* Called by shim.c in a fork child: the handler table's lock may have been held by a thread the child does not have. */
+void tc_signals_after_fork_in_child(void);
 
 /* Thread id, cached per thread. */
 int32_t tc_gettid(void);
