@@ -24,6 +24,16 @@ public struct AttachedCommand: Sendable {
     /// which shares timectl's process group, so those are not sent twice.
     static let forwardedSignals: [Int32] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH]
 
+    /// Finds the command of `arguments` in `environment`'s `PATH` and checks
+    /// that a preload shim can control it (dynamically linked, not setuid),
+    /// without running it: for callers that should change nothing — create
+    /// no session, freeze nothing — for a command that would be refused.
+    public static func check(_ arguments: [String], environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) {
+        guard let command = arguments.first else { throw .commandNotFound("") }
+        let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
+        try Spawn.checkControllable(executable, as: command)
+    }
+
     /// Starts the command, waits for it, and returns the status to exit with.
     public func run(environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> Int32 {
         try runChild(environment: environment, reapAdopted: false) { _ in }
@@ -50,6 +60,7 @@ public struct AttachedCommand: Sendable {
     /// thrown once the command has exited.
     public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
+        try Self.check(arguments, environment: environment)  // refused before the session is claimed or frozen
         if adoptingOrphans { _ = tc_become_subreaper() }
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()

@@ -94,8 +94,8 @@ public struct ReplayOutcome: Sendable, Hashable, Codable {
 public enum TraceReplayer {
     /// Runs `command` replaying the trace at `tracePath`, which is checked
     /// first (nothing runs if it is truncated, altered or of another
-    /// version). With `strict`, the first process to diverge is stopped at
-    /// once, with exit status 121.
+    /// version). With `strict`, each process that diverges is stopped at
+    /// once, with exit status 121; the others run on.
     ///
     /// With `adoptingOrphans`, this process becomes the command's subreaper
     /// and reaps every child that exits, as `timectl replay` does: only for

@@ -53,9 +53,10 @@ final class SessionScheduler: @unchecked Sendable {
     private var slots: [UInt32]
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
     private var unreachable: Set<UInt64> = []
-    /// Which waits were advanced to, and how often, for the loop guard's message.
-    private struct WaitIdentity: Hashable { var pid: Int32; var kind: Int32; var vclock: Int32 }
-    private var stepsByWait: [WaitIdentity: Int] = [:]
+    /// Which waits were advanced to, and how often, for the step guard's
+    /// message. By command, not pid: a shell loop starts a new `sleep` each time.
+    private struct WaitIdentity: Hashable { var command: String; var kind: Int32; var vclock: Int32 }
+    private var stepsByWait: [WaitIdentity: (steps: Int, lastPID: Int32)] = [:]
     /// Command names, read at a process's first step (it may be gone when the guard reports).
     private var commands: [Int32: String] = [:]
     private(set) var steps = 0
@@ -150,6 +151,7 @@ final class SessionScheduler: @unchecked Sendable {
     /// Advances exactly to `wait`'s deadline and counts the step. A deadline
     /// the session cannot reach (beyond 2200) is remembered and skipped.
     func advance(to wait: Wait) throws(TimeControlError) {
+        let command = command(waiting: wait)  // before the step, which may end the process
         var verb = tc_verb()
         verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
         verb.vclock = wait.vclock
@@ -162,18 +164,21 @@ final class SessionScheduler: @unchecked Sendable {
         }
         steps += 1
         tc_scheduler_count_step(segment)
-        if commands[wait.pid] == nil { commands[wait.pid] = Self.command(of: wait.pid) }
-        stepsByWait[WaitIdentity(pid: wait.pid, kind: wait.kind, vclock: wait.vclock), default: 0] += 1
+        let identity = WaitIdentity(command: command, kind: wait.kind, vclock: wait.vclock)
+        stepsByWait[identity] = ((stepsByWait[identity]?.steps ?? 0) + 1, wait.pid)
+    }
+
+    private func command(waiting wait: Wait) -> String {
+        if let known = commands[wait.pid] { return known }
+        if commands.count > 4096 { commands.removeAll() }
+        let command = Self.command(of: wait.pid)
+        commands[wait.pid] = command
+        return command
     }
 
     /// Advances to `target` on the monotonic clock (nothing if it is already there).
     func advance(toMonotonic target: Int64) throws(TimeControlError) {
         try session.advance(to: SessionClock.Instant(nanoseconds: target))
-    }
-
-    private func describe(pid: Int32, kind: Int32, vclock: Int32) -> String {
-        let command = commands[pid] ?? Self.command(of: pid)
-        return "\(command) (pid \(pid)): \(PendingWait.kindName(kind)) on \(PendingWait.clockName(vclock))"
     }
 
     static func command(of pid: Int32) -> String {
@@ -188,8 +193,12 @@ final class SessionScheduler: @unchecked Sendable {
 
     /// The wait that was advanced to most often, for the step guard's message.
     var busiestWait: String {
-        let described = stepsByWait.map { (describe(pid: $0.key.pid, kind: $0.key.kind, vclock: $0.key.vclock), $0.value) }
-        return described.max { ($0.1, $1.0) < ($1.1, $0.0) }.map { "\($0.0), \($0.1) times" } ?? "none"
+        let described = stepsByWait.map { identity, count in
+            let pids = count.steps == 1 ? "pid \(count.lastPID)" : "last pid \(count.lastPID)"
+            return ("\(identity.command) (\(pids)): \(PendingWait.kindName(identity.kind)) on \(PendingWait.clockName(identity.vclock))",
+                    count.steps)
+        }
+        return described.max { ($0.1, $1.0) < ($1.1, $0.0) }.map { "\($0.0), \($0.1) time\($0.1 == 1 ? "" : "s")" } ?? "none"
     }
 
     // MARK: Waiting

@@ -43,6 +43,9 @@ public enum TraceRecorder {
     public static func record(_ command: [String], into tracePath: String, session: TimeSession, replacing: Bool = false,
                               environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> RecordingSummary {
         if !replacing && access(tracePath, F_OK) == 0 { throw .traceExists(path: tracePath) }
+        // Made before the command runs, so that a trace that cannot be written costs no run.
+        let output = try TraceOutput(path: tracePath, replacing: replacing)
+        defer { output.discard() }
         let recordedAt = tc_real_ns(CLOCK_REALTIME)
         // In the session directory (memory, by default): recording writes there on every clock read.
         let directory = try WorkingDirectory.create(beside: session.segmentPath, purpose: "recording")
@@ -51,7 +54,7 @@ public enum TraceRecorder {
         let attachment = try Attachment(session: session)
         let status = try AttachedCommand(arguments: command, attachment: attachment)
             .run(environment: WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"])
-        var summary = try RawRecording(directory: directory).writeTrace(to: tracePath, recordedAt: recordedAt)
+        var summary = try RawRecording(directory: directory).writeTrace(to: output, recordedAt: recordedAt)
         summary.status = status
         return summary
     }
@@ -176,7 +179,7 @@ struct RawRecording {
 
     let directory: WorkingDirectory
 
-    func writeTrace(to tracePath: String, recordedAt: Int64) throws(TimeControlError) -> RecordingSummary {
+    func writeTrace(to output: TraceOutput, recordedAt: Int64) throws(TimeControlError) -> RecordingSummary {
         let registry = Registry(directory.read(TC_REGISTRY_FILE) ?? [])
         var images: [Image] = []
         var lost = 0
@@ -189,7 +192,7 @@ struct RawRecording {
         }
         images.sort { Self.order($0.path, $0.image).lexicographicallyPrecedes(Self.order($1.path, $1.image)) }
         let file = Self.encode(images, recordedAt: recordedAt)
-        try Self.writeAtomically(file, to: tracePath)
+        try output.commit(file)
         let streams = images.flatMap { $0.threads.values }
         return RecordingSummary(status: 0, processes: images.count, threads: streams.count,
                                 readings: streams.reduce(0) { $0 + $1.readings }, waits: streams.reduce(0) { $0 + $1.waits },
@@ -311,28 +314,59 @@ struct RawRecording {
         }
         return file
     }
+}
 
-    /// Writes `bytes` to a temporary file beside `path`, then renames it into place.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(TimeControlError) {
-        let temporary = path + ".partial-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw .system(call: "open", path: temporary, errno: Errno(rawValue: errno)) }
+/// Where a trace goes: a new file beside its final path, which appears
+/// complete under that path (``commit(_:)``) or not at all.
+final class TraceOutput {
+    let path: String
+    private let temporary: String
+    private let replacing: Bool
+    private var fd: Int32
+
+    /// Creates the temporary file now (never through a symlink, never over a file).
+    init(path: String, replacing: Bool) throws(TimeControlError) {
+        self.path = path
+        self.replacing = replacing
+        temporary = path + ".partial-\(getpid())"
+        fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw .system(call: "open", path: path, errno: Errno(rawValue: errno)) }
+    }
+
+    deinit { discard() }
+
+    /// Writes `bytes` and moves them under ``path``: replacing what is there
+    /// only if asked to, else failing with ``TimeControlError/traceExists(path:)``.
+    func commit(_ bytes: [UInt8]) throws(TimeControlError) {
         var offset = 0
         while offset < bytes.count {
             let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                let error = errno
-                close(fd)
-                unlink(temporary)
-                throw .system(call: "write", path: temporary, errno: Errno(rawValue: error))
-            }
+            guard count > 0 else { throw .system(call: "write", path: temporary, errno: Errno(rawValue: errno)) }
             offset += count
         }
-        guard fsync(fd) == 0, close(fd) == 0, rename(temporary, path) == 0 else {
-            let error = errno
+        guard fsync(fd) == 0 else { throw .system(call: "fsync", path: temporary, errno: Errno(rawValue: errno)) }
+        let closed = close(fd)
+        fd = -1
+        guard closed == 0 else { throw .system(call: "close", path: temporary, errno: Errno(rawValue: errno)) }
+        if replacing {
+            guard rename(temporary, path) == 0 else { throw .system(call: "rename", path: path, errno: Errno(rawValue: errno)) }
+        } else {
+            // link fails if the path was taken meanwhile, where rename would replace it.
+            guard link(temporary, path) == 0 else {
+                if errno == EEXIST { throw .traceExists(path: path) }
+                throw .system(call: "link", path: path, errno: Errno(rawValue: errno))
+            }
             unlink(temporary)
-            throw .system(call: "rename", path: path, errno: Errno(rawValue: error))
         }
+    }
+
+    /// Removes the temporary file, unless it was committed.
+    func discard() {
+        if fd >= 0 {
+            close(fd)
+            fd = -1
+        }
+        unlink(temporary)
     }
 }

@@ -64,6 +64,7 @@ struct Run: ParsableCommand {
     static func execute(session: String?, arguments: [String],
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
+            try AttachedCommand.check(arguments)  // a refused command leaves no session behind
             let session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(session))
             let attachment = try Attachment(session: session)
             return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)

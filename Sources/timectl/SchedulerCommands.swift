@@ -20,17 +20,17 @@ struct RunPending: ParsableCommand {
         commandName: "run-pending",
         abstract: "Advance from deadline to deadline until no wait is pending.",
         discussion: """
-            Waits for the attached processes to settle (every thread blocked), advances exactly \\
-            to the earliest pending deadline, and repeats until nothing waits on virtual time. \\
-            Prints the steps taken and the virtual time covered. A process that re-arms a timer \\
-            for ever (a periodic timer, a retry loop) never runs out of waits: after --max-steps \\
-            steps (default 1000) run-pending stops with an error naming the wait that kept \\
+            Waits for the attached processes to settle (every thread blocked), advances exactly \
+            to the earliest pending deadline, and repeats until nothing waits on virtual time. \
+            Prints the steps taken and the virtual time covered. A process that re-arms a timer \
+            for ever (a periodic timer, a retry loop) never runs out of waits: after --max-steps \
+            steps (default 1000) run-pending stops with an error naming the wait that kept \
             coming back, and exits 1.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Option(name: .customLong("max-steps"), help: ArgumentHelp("Give up after N steps (default 1000).", valueName: "n"))
+    @Option(name: .customLong("max-steps"), help: ArgumentHelp("Give up after N steps.", valueName: "n"))
     var maxSteps = 1000
 
     func validate() throws {
@@ -49,11 +49,11 @@ struct Daemon: ParsableCommand {
         commandName: "daemon",
         abstract: "Run the session's scheduler until stopped: auto-advance for a session driven from shells.",
         discussion: """
-            Freezes the session (unless --keep-rate) and, whenever every thread of every process \\
-            attached to it is blocked and one of them waits on virtual time, advances exactly to \\
-            the earliest deadline. Runs in the foreground until SIGINT, SIGTERM or SIGHUP, or \\
-            'timectl daemon --stop' from another shell; then prints what it did and exits 0, \\
-            leaving the session as it stands. Exits 1 if its loop guard finds a process that \\
+            Freezes the session (unless --keep-rate) and, whenever every thread of every process \
+            attached to it is blocked and one of them waits on virtual time, advances exactly to \
+            the earliest deadline. Runs in the foreground until SIGINT, SIGTERM or SIGHUP, or \
+            'timectl daemon --stop' from another shell; then prints what it did and exits 0, \
+            leaving the session as it stands. Exits 1 if its loop guard finds a process that \
             keeps re-arming a 0 s timer. A session has at most one scheduler at a time.
             """)
 

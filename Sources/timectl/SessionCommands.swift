@@ -61,7 +61,7 @@ struct SessionCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
         commandName: "remove",
             abstract: "Remove sessions.",
-            discussion: "Processes still attached keep the timeline they have; new processes can no longer attach. Without --force, a session with attached processes is kept. With --force, even a segment that cannot be trusted is removed.")
+            discussion: "Processes still attached keep the timeline they have mapped, running at real speed from where it stands (so none of their waits stays frozen for ever); new processes can no longer attach. Without --force, a session with attached processes is kept. With --force, even a segment that cannot be trusted is removed.")
 
         @Argument(help: ArgumentHelp("Sessions to remove.", valueName: "name"))
         var names: [String]

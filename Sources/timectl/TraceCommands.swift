@@ -29,18 +29,18 @@ struct Record: ParsableCommand {
         commandName: "record",
         abstract: "Run a command and record every clock reading and wait of its processes.",
         discussion: """
-            Writes a trace to FILE: per process (named by its place in the process tree, not its \\
-            pid) and per thread (in creation order), every value a clock read returned and every \\
-            wait with its virtual deadline. The command runs on real time in a private session, or \\
-            on the session named by --session (or $TIMECTL_SESSION). FILE appears complete when \\
-            the command has exited, or not at all; an existing FILE is kept unless --force is given. \\
+            Writes a trace to FILE: per process (named by its place in the process tree, not its \
+            pid) and per thread (in creation order), every value a clock read returned and every \
+            wait with its virtual deadline. The command runs on real time in a private session, or \
+            on the session named by --session (or $TIMECTL_SESSION). FILE appears complete when \
+            the command has exited, or not at all; an existing FILE is kept unless --force is given. \
             Exits with the command's status; 125 if timectl itself failed.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
 
     @Option(name: .customLong("trace"), help: ArgumentHelp("Where to write the trace.", valueName: "file"))
-    var trace: String?
+    var trace: String
 
     @Flag(help: "Replace FILE if it exists.")
     var force = false
@@ -49,7 +49,7 @@ struct Record: ParsableCommand {
     var command: [String] = []
 
     func validate() throws {
-        guard let trace, !trace.isEmpty else { throw ValidationError("no trace file: expected 'timectl record --trace FILE -- COMMAND [ARGUMENTS...]'") }
+        if trace.isEmpty { throw ValidationError("no trace file: expected 'timectl record --trace FILE -- COMMAND [ARGUMENTS...]'") }
         if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl record --trace \(trace) -- COMMAND [ARGUMENTS...]'") }
     }
 
@@ -62,8 +62,8 @@ struct Record: ParsableCommand {
             } else {
                 session = try TimeSession.temporary()
             }
-            let summary = try TraceRecorder.record(command, into: trace!, session: session, replacing: force)
-            Main.report(line: "recorded \(summary) into \(trace!)")
+            let summary = try TraceRecorder.record(command, into: trace, session: session, replacing: force)
+            Main.report(line: "recorded \(summary) into \(trace)")
             status = summary.status
         } catch {
             status = TraceStatus.failure(error)
@@ -77,16 +77,17 @@ struct Replay: ParsableCommand {
         commandName: "replay",
         abstract: "Run a command so that each of its threads reads exactly the recorded values.",
         discussion: """
-            Each thread of each process reads the values its recording has, in order; its waits end \\
-            without waiting in real time, in the order they would have (the command runs on a private \\
-            session with auto-advance). Without COMMAND, the recorded command runs again. A trace that \\
+            Each thread of each process reads the values its recording has, in order; its waits end \
+            without waiting in real time, in the order they would have (the command runs on a private \
+            session with auto-advance). Without COMMAND, the recorded command runs again. A trace that \
             is truncated, altered or of another format version is refused before anything runs.
 
-            When a thread asks for more or different readings than were recorded, timectl reports \\
-            its first divergence (process, thread, call number, what was recorded and what it asked \\
-            for) on stderr, and in FILE with --report; the thread then reads a clock that continues \\
-            from the last value replayed, moving as the session moves. With --strict the first \\
-            process to diverge is stopped at once, and timectl exits 121. Otherwise it exits with \\
+            When a thread asks for more or different readings than were recorded, timectl reports \
+            its first divergence (process, thread, call number, what was recorded and what it asked \
+            for) on stderr, and in FILE with --report; the thread then reads a clock that continues \
+            from the last value replayed, moving as the session moves. With --strict each \
+            process that diverges is stopped at once (status 121), the rest run on, and timectl \
+            exits 121. Otherwise it exits with \
             the command's status; 125 if timectl itself failed.
             """)
 

@@ -169,9 +169,21 @@ struct AutoAdvanceTests {
         let before = session.monotonicNanoseconds
         let result = try sandbox.timectl("--session", "busy", "run-pending", "--max-steps", "50")
         #expect(result.status == 1, "\(result)")
-        #expect(result.stderr == "timectl: gave up after 50 steps to the next deadline (the step limit) without running out of pending waits; the wait that kept coming back: python3 (pid \(pid)): sleep on CLOCK_MONOTONIC, 50 times\n")
+        #expect(result.stderr == "timectl: gave up after 50 steps to the next deadline (the step limit) without running out of pending waits; the wait that kept coming back: python3 (last pid \(pid)): sleep on CLOCK_MONOTONIC, 50 times\n")
         #expect(session.monotonicNanoseconds - before == 50 * 1_000_000, "exactly 50 steps of 1 ms")
         #expect(busy.isRunning)
+    }
+
+    @Test("the step guard names a shell loop's wait by its command: each round is a new process")
+    func stepGuardNamesShellLoops() throws {
+        let (sandbox, session) = try frozenSession("loop-guard")
+        let loop = try AttachedRun(sandbox, session: "loop-guard", ["sh", "-c", "while :; do sleep 1; done"])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        let result = try sandbox.timectl("--session", "loop-guard", "run-pending", "--max-steps", "5")
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.hasPrefix("timectl: gave up after 5 steps to the next deadline (the step limit) without running out of pending waits; the wait that kept coming back: sleep (last pid "), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("): sleep on CLOCK_MONOTONIC, 5 times\n"), "\(result.stderr)")
+        #expect(loop.isRunning)
     }
 
     @Test("timectl daemon advances a session driven from shells, shows in status, allows one scheduler, and stops cleanly")

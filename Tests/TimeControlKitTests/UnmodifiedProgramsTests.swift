@@ -180,5 +180,17 @@ struct UnmodifiedProgramsTests {
         #expect(result.stdout.isEmpty, "the program did not run")
         #expect(result.stderr.contains("statically linked"))
         #expect(result.stderr.split(separator: "\n").count == 1)
+
+        // Refused before anything changes: no session made, none frozen by --auto-advance.
+        #expect(try sandbox.sessions.sessionNames().isEmpty)
+        let session = try sandbox.session("kept")
+        let autoAdvanced = try sandbox.timectl("--session", "kept", "run", "--auto-advance", "--", binary)
+        #expect(autoAdvanced.status == 125)
+        #expect(autoAdvanced.stdout.isEmpty)
+        #expect(!session.status().frozen)
+        #expect(session.status().verbsApplied == 0)
+        #expect(session.schedulerProcess == nil)
+        #expect(try sandbox.timectl("--session", "unmade", "run", "--", "no-such-command-here").status == 127)
+        #expect(try sandbox.sessions.sessionNames() == ["kept"])
     }
 }
