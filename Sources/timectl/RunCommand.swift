@@ -69,12 +69,27 @@ struct Run: ParsableCommand {
             let attachment = try Attachment(session: session)
             return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)
         } catch {
-            Main.report(line: error.description)
-            switch error {
-            case .commandNotFound: return 127
-            case .commandNotExecutable: return 126
-            default: return 125
-            }
+            return CommandStatus.failure(error)
+        }
+    }
+}
+
+/// timectl's own exit statuses for the commands that run a program (run,
+/// record, replay), besides the program's own.
+enum CommandStatus {
+    /// timectl itself failed.
+    static let failed: Int32 = 125
+    /// `replay --strict`: a process diverged from the recording.
+    static let diverged: Int32 = 121
+
+    /// Reports `error` on one line; returns the status to exit with: 127 for
+    /// a command not found, 126 for one that cannot be executed, else 125.
+    static func failure(_ error: TimeControlError) -> Int32 {
+        Main.report(line: error.description)
+        switch error {
+        case .commandNotFound: return 127
+        case .commandNotExecutable: return 126
+        default: return failed
         }
     }
 }

@@ -9,21 +9,6 @@ import Foundation
 
 // Record and replay (SPEC §5): record, replay, trace show, trace stats.
 
-/// Exit statuses of record and replay besides the command's own (see Run).
-enum TraceStatus {
-    static let failed: Int32 = 125
-    static let diverged: Int32 = 121
-
-    static func failure(_ error: TimeControlError) -> Int32 {
-        Main.report(line: error.description)
-        switch error {
-        case .commandNotFound: return 127
-        case .commandNotExecutable: return 126
-        default: return failed
-        }
-    }
-}
-
 struct Record: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
@@ -66,7 +51,7 @@ struct Record: ParsableCommand {
             Main.report(line: "recorded \(summary) into \(trace)")
             status = summary.status
         } catch {
-            status = TraceStatus.failure(error)
+            status = CommandStatus.failure(error)
         }
         throw ExitCode(status)
     }
@@ -110,12 +95,12 @@ struct Replay: ParsableCommand {
             let outcome = try TraceReplayer.replay(trace, command: command, strict: strict, adoptingOrphans: true)
             for divergence in outcome.divergences { Main.report(line: divergence.description) }
             if let report { try writeReport(outcome, command: command, to: report) }
-            status = strict && !outcome.divergences.isEmpty ? TraceStatus.diverged : outcome.status
+            status = strict && !outcome.divergences.isEmpty ? CommandStatus.diverged : outcome.status
         } catch .untrustedTrace(let path, let problem) {
             Main.report(line: "trace \(path) \(problem); nothing was run")
-            status = TraceStatus.failed
+            status = CommandStatus.failed
         } catch {
-            status = TraceStatus.failure(error)
+            status = CommandStatus.failure(error)
         }
         throw ExitCode(status)
     }
