@@ -13,9 +13,15 @@ struct SessionOptions: ParsableArguments {
 
     /// The explicit name, else `$TIMECTL_SESSION`, else `default`.
     static func resolve(_ explicit: String?) throws(TimeControlError) -> String {
-        let name = explicit ?? ProcessEnvironment.value("TIMECTL_SESSION").flatMap { $0.isEmpty ? nil : $0 } ?? "default"
+        let name = named(explicit) ?? "default"
         try SessionDirectory.validate(name: name)
         return name
+    }
+
+    /// The explicit name, else `$TIMECTL_SESSION`; nil when neither names a
+    /// session (for `record`, which then uses a private one).
+    static func named(_ explicit: String?) -> String? {
+        explicit ?? ProcessEnvironment.value("TIMECTL_SESSION").flatMap { $0.isEmpty ? nil : $0 }
     }
 
     func openExisting() throws(TimeControlError) -> TimeSession {

@@ -42,7 +42,7 @@ struct Record: ParsableCommand {
         let status: Int32
         do {
             let session: TimeSession
-            if let name = sessionOptions.session ?? ProcessEnvironment.value("TIMECTL_SESSION").flatMap({ $0.isEmpty ? nil : $0 }) {
+            if let name = SessionOptions.named(sessionOptions.session) {
                 session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
             } else {
                 session = try TimeSession.temporary()
