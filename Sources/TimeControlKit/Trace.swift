@@ -69,7 +69,7 @@ public struct Trace: Sendable, Encodable {
         let problem = bytes.withUnsafeBufferPointer { tc_trace_validate($0.baseAddress, UInt64($0.count), 1, &version) }
         guard let problem else { return }
         if version != TC_TRACE_VERSION && String(cString: problem).contains("version") {
-            throw .untrustedTrace(path: path, problem: "has trace format version \(version); this timectl reads version \(TC_TRACE_VERSION)")
+            throw .untrustedTrace(path: path, problem: "has trace format version \(version); this timectl reads versions \(TC_TRACE_OLDEST_VERSION)–\(TC_TRACE_VERSION)")
         }
         throw .untrustedTrace(path: path, problem: String(cString: problem))
     }
@@ -159,6 +159,9 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
     case waitBegan(kind: String, clock: String, deadlineNanoseconds: Int64)
     /// That wait returned, at `nanoseconds` on its clock, at its deadline or before.
     case waitEnded(clock: String, nanoseconds: Int64, reachedDeadline: Bool)
+    /// The thread set the session's wall clock (`clock_settime`, `settimeofday`, `adjtimex` …) to `nanoseconds`
+    /// since the epoch (trace format 2).
+    case wallClockSet(call: TraceCall, nanoseconds: Int64)
 
     init(_ event: tc_event) {
         switch UInt32(event.type) {
@@ -167,6 +170,8 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
         case TC_EVENT_WAIT_BEGIN.rawValue:
             self = .waitBegan(kind: PendingWait.kindName(Int32(event.detail)), clock: PendingWait.clockName(event.vclock),
                               deadlineNanoseconds: event.value)
+        case TC_EVENT_SET_WALL.rawValue:
+            self = .wallClockSet(call: TraceCall(rawValue: Int(event.detail)) ?? .clockSettime, nanoseconds: event.value)
         default:
             self = .waitEnded(clock: PendingWait.clockName(event.vclock), nanoseconds: event.value,
                               reachedDeadline: event.detail == TC_WAIT_REACHED_DEADLINE.rawValue)
@@ -183,7 +188,8 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
     }
 
     /// Flat, for programs: `{"type": "reading", "call": "clock_gettime", "clock": "CLOCK_MONOTONIC", "nanoseconds": …}`,
-    /// `{"type": "wait", "kind": "sleep", "clock": …, "deadline_nanoseconds": …}`, `{"type": "wait-end", …}`.
+    /// `{"type": "wait", "kind": "sleep", "clock": …, "deadline_nanoseconds": …}`, `{"type": "wait-end", …}`,
+    /// `{"type": "set-wall-clock", "call": "clock_settime", "nanoseconds": …}`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Key.self)
         switch self {
@@ -202,6 +208,10 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
             try container.encode(clock, forKey: .clock)
             try container.encode(value, forKey: .nanoseconds)
             try container.encode(reached, forKey: .reachedDeadline)
+        case .wallClockSet(let call, let value):
+            try container.encode("set-wall-clock", forKey: .type)
+            try container.encode(call.name, forKey: .call)
+            try container.encode(value, forKey: .nanoseconds)
         }
     }
 
@@ -214,6 +224,8 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
             return "\(kind) on \(clock) until \(TraceEvent.format(deadline, clockName: clock))"
         case .waitEnded(let clock, let value, let reached):
             return "… returned at \(TraceEvent.format(value, clockName: clock))\(reached ? "" : ", before its deadline")"
+        case .wallClockSet(let call, let value):
+            return "\(call.describingSetting()) set the wall clock to \(TimeFormats.formatInstant(value))"
         }
     }
 
@@ -245,9 +257,10 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
     }
 }
 
-/// The libc entry point a reading came through.
+/// The libc entry point a reading, or a setting of the wall clock, came through.
 public enum TraceCall: Int, Sendable, Hashable, Codable, CaseIterable {
     case clockGettime = 1, gettimeofday, time, timespecGet, ftime, ntpGettime, syscall
+    case clockSettime = 8, settimeofday, stime, adjtimex, clockAdjtime, adjtime
 
     /// The C name: `clock_gettime`, `gettimeofday`, …
     public var name: String {
@@ -259,6 +272,22 @@ public enum TraceCall: Int, Sendable, Hashable, Codable, CaseIterable {
         case .ftime: return "ftime"
         case .ntpGettime: return "ntp_gettime"
         case .syscall: return "syscall"
+        case .clockSettime: return "clock_settime"
+        case .settimeofday: return "settimeofday"
+        case .stime: return "stime"
+        case .adjtimex: return "adjtimex"
+        case .clockAdjtime: return "clock_adjtime"
+        case .adjtime: return "adjtime"
+        }
+    }
+
+    /// `clock_settime(CLOCK_REALTIME)`, `adjtimex()`, `syscall(…)` (one of the clock-setting system calls).
+    func describingSetting() -> String {
+        switch self {
+        case .clockSettime: return "clock_settime(CLOCK_REALTIME)"
+        case .clockAdjtime: return "clock_adjtime(CLOCK_REALTIME)"
+        case .syscall: return "syscall(…)"
+        default: return "\(name)()"
         }
     }
 
@@ -272,6 +301,7 @@ public enum TraceCall: Int, Sendable, Hashable, Codable, CaseIterable {
         case .ftime: return "ftime()"
         case .ntpGettime: return "ntp_gettime()"
         case .syscall: return "syscall(SYS_clock_gettime, \(TraceEvent.clockName(clock)))"
+        default: return describingSetting()
         }
     }
 }
@@ -314,6 +344,8 @@ public struct TraceStatistics: Sendable, Hashable, Encodable {
     public var readingsByCall: [String: Int]
     /// Waits per kind.
     public var waitsByKind: [String: Int]
+    /// Settings of the wall clock.
+    public var wallClockSets: Int
     /// Per process image.
     public var perProcess: [ProcessCounts]
 
@@ -328,6 +360,7 @@ public struct TraceStatistics: Sendable, Hashable, Encodable {
         readingsByClock = [:]
         readingsByCall = [:]
         waitsByKind = [:]
+        wallClockSets = 0
         perProcess = []
         for process in trace.processes {
             var counts = ProcessCounts(path: process.path, image: process.image, arguments: process.arguments,
@@ -344,6 +377,8 @@ public struct TraceStatistics: Sendable, Hashable, Encodable {
                         waitsByKind[kind, default: 0] += 1
                     case .waitEnded:
                         break
+                    case .wallClockSet:
+                        wallClockSets += 1
                     }
                 }
             }

@@ -27,7 +27,8 @@ const char *tc_trace_validate(const uint8_t *file, uint64_t size, int verify_che
     if (size < offsetof(struct tc_trace_header, version) + sizeof(uint32_t)) return "is truncated";
     memcpy(&header.version, file + offsetof(struct tc_trace_header, version), sizeof(uint32_t));
     if (found_version) *found_version = header.version;
-    if (header.version != TC_TRACE_VERSION) return "has another trace format version";
+    if (header.version < TC_TRACE_OLDEST_VERSION || header.version > TC_TRACE_VERSION)
+        return "has another trace format version";
     if (size < sizeof(header)) return "is truncated";
     memcpy(&header, file, sizeof(header));
     if (header.header_size != sizeof(header)) return "has an inconsistent layout";

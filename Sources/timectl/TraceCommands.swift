@@ -196,6 +196,7 @@ struct TraceCommand: ParsableCommand {
                 readings    \(statistics.readings): \(counts(statistics.readingsByClock))
                 calls       \(counts(statistics.readingsByCall))
                 waits       \(statistics.waits): \(counts(statistics.waitsByKind))
+                clock sets  \(statistics.wallClockSets)
                 """)
             for process in statistics.perProcess {
                 let image = process.image > 1 ? " (image \(process.image))" : ""

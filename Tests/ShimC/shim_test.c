@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
+#include <sys/timex.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -101,6 +102,59 @@ static void test_frozen_reads(void) {
     errno = 0;
     CHECK(clock_gettime(99, &ts) == -1 && errno == EINVAL, "bad clock id");
     CHECK(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0, "CPU clock passes through");
+}
+
+static int64_t host_wall_offset(void) { return tc_real_ns(CLOCK_REALTIME) - tc_real_ns(CLOCK_BOOTTIME); }
+
+static void *set_clock_repeatedly(void *argument) {
+    struct timespec target = {(time_t)(intptr_t)argument, 0};
+    for (int i = 0; i < 200; i++) clock_settime(CLOCK_REALTIME, &target);
+    return NULL;
+}
+
+/* Setting CLOCK_REALTIME moves the session's wall clock through the writer
+   lock, never the host's; errno is untouched on success. Run only once the
+   process is known to be attached, and checked against the host's clock. */
+static void test_setting_the_clock(void) {
+    const int64_t wall = 1451649600LL * 1000000000LL;
+    apply(TC_VERB_FREEZE, TC_WALL_ABSOLUTE, wall, 0);
+    if (now_ns(CLOCK_REALTIME) != wall) {
+        CHECK(0, "not attached: setting no clock");
+        return;
+    }
+    int64_t host_before = host_wall_offset();
+    int64_t monotonic = now_ns(CLOCK_MONOTONIC);
+    struct timespec target = {2000000000, 5};
+    errno = 777;
+    CHECK(clock_settime(CLOCK_REALTIME, &target) == 0 && errno == 777, "clock_settime: errno %d", errno);
+    CHECK(now_ns(CLOCK_REALTIME) == 2000000000000000005LL, "the session reads what was set");
+    CHECK(now_ns(CLOCK_MONOTONIC) == monotonic, "monotonic untouched");
+    struct timex tx = {.modes = ADJ_SETOFFSET | ADJ_NANO, .time = {-1, 999999995}};
+    CHECK(adjtimex(&tx) >= 0 && tx.time.tv_sec == 2000000000, "ADJ_SETOFFSET steps back 5 ns");
+    CHECK(now_ns(CLOCK_REALTIME) == 2000000000000000000LL, "after ADJ_SETOFFSET");
+    CHECK(syscall(SYS_clock_settime, CLOCK_MONOTONIC, &target) == -1 && errno == EINVAL, "monotonic: EINVAL");
+    struct timespec bad = {1, 1000000000};
+    CHECK(clock_settime(CLOCK_REALTIME, &bad) == -1 && errno == EINVAL, "nanoseconds out of range: EINVAL");
+    struct timespec beyond = {8000000000LL, 0};
+    CHECK(clock_settime(CLOCK_REALTIME, &beyond) == -1 && errno == EINVAL, "beyond 2200: EINVAL");
+    struct timex status = {.modes = ADJ_STATUS};
+    CHECK(adjtimex(&status) == -1 && errno == EPERM, "NTP state: EPERM");
+    CHECK(now_ns(CLOCK_REALTIME) == 2000000000000000000LL, "refusals change nothing");
+
+    /* Setters in several threads: each set is one whole verb (TSan checks the lock). */
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, set_clock_repeatedly, (void *)(intptr_t)(1700000000 + i));
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    int64_t last = now_ns(CLOCK_REALTIME);
+    CHECK(last == 1700000000000000000LL || last == 1700000001000000000LL, "one setter's value: %lld", (long long)last);
+    CHECK(now_ns(CLOCK_MONOTONIC) == monotonic, "monotonic untouched by the setters");
+
+    int64_t moved = host_wall_offset() - host_before;
+    if (moved > 500000000LL || moved < -500000000LL) {
+        struct timespec restored = tc_timespec_from_ns(tc_real_ns(CLOCK_BOOTTIME) + host_before);
+        tc_raw_syscall(SYS_clock_settime, CLOCK_REALTIME, &restored);
+        CHECK(0, "the host's clock moved by %lld ns (put back)", (long long)moved);
+    }
 }
 
 static volatile int stop_readers;
@@ -654,6 +708,7 @@ int main(int argc, char **argv) {
     if (tc_segment_open(AT_FDCWD, path, &mapping, &failure) != TC_OK) return 2;
     segment = mapping.segment;
     test_frozen_reads();
+    test_setting_the_clock();
     test_concurrent_verbs();
     test_waits_follow_ticks();
     test_periodic_timerfd();

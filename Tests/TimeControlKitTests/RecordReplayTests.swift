@@ -141,7 +141,7 @@ struct RecordReplayTests {
             expected = "is corrupted (its checksum does not match its contents)"
         case "version":
             bytes[8] = 9
-            expected = "has trace format version 9; this timectl reads version \(TC_TRACE_VERSION)"
+            expected = "has trace format version 9; this timectl reads versions \(TC_TRACE_OLDEST_VERSION)–\(TC_TRACE_VERSION)"
         case "foreign":
             bytes = Array("not a trace at all\n".utf8)
             expected = "is not a timectl trace"

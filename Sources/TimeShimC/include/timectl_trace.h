@@ -34,9 +34,10 @@ enum tc_event_type {
     TC_EVENT_READ = 1,       /* a clock reading the shim returned */
     TC_EVENT_WAIT_BEGIN = 2, /* a thread began a wait with a virtual deadline */
     TC_EVENT_WAIT_END = 3,   /* … and the wait returned */
+    TC_EVENT_SET_WALL = 4,   /* the thread set the session's wall clock (trace format 2) */
 };
 
-/* Which libc entry point a reading came through (for people; replay matches on the clock). */
+/* Which libc entry point a reading, or a setting of the clock, came through (for people; replay matches on the clock). */
 enum tc_call {
     TC_CALL_CLOCK_GETTIME = 1,
     TC_CALL_GETTIMEOFDAY = 2,
@@ -44,7 +45,13 @@ enum tc_call {
     TC_CALL_TIMESPEC_GET = 4,
     TC_CALL_FTIME = 5,
     TC_CALL_NTP_GETTIME = 6,
-    TC_CALL_SYSCALL = 7,     /* syscall(SYS_clock_gettime, …) and friends */
+    TC_CALL_SYSCALL = 7,     /* syscall(SYS_clock_gettime, …) and friends, syscall(SYS_clock_settime, …) … */
+    TC_CALL_CLOCK_SETTIME = 8,
+    TC_CALL_SETTIMEOFDAY = 9,
+    TC_CALL_STIME = 10,
+    TC_CALL_ADJTIMEX = 11,   /* adjtimex, ntp_adjtime */
+    TC_CALL_CLOCK_ADJTIME = 12,
+    TC_CALL_ADJTIME = 13,
 };
 
 /* How a wait ended. */
@@ -55,7 +62,7 @@ enum tc_wait_ending {
 
 /* ---- a recording in progress ---- */
 
-#define TC_RECORDING_VERSION 1u
+#define TC_RECORDING_VERSION 2u
 #define TC_REGISTRY_FILE "registry"
 #define TC_REGISTRY_MAGIC "TCREGST"          /* 8 bytes with its NUL */
 #define TC_REGISTRY_CAPACITY 65536u
@@ -100,7 +107,7 @@ struct tc_registry_entry {
  * half-way through an event) sees whole events only. A thread takes a new
  * chunk when fewer than TC_MAX_EVENT_SIZE bytes are left in its own.
  */
-#define TC_RAW_MAGIC "TCRAW02"               /* 8 bytes with its NUL */
+#define TC_RAW_MAGIC "TCRAW03"               /* 8 bytes with its NUL */
 #define TC_RAW_HEADER_SIZE 4096u
 #define TC_CHUNK_SIZE 65536u
 #define TC_CHUNK_MAGIC 0x4b4e4843u           /* "CHNK" */
@@ -175,7 +182,9 @@ _Static_assert(sizeof(struct tc_divergence) == 248, "divergence records are 248 
 /* ---- the trace file ---- */
 
 #define TC_TRACE_MAGIC "TCTRACE"             /* 8 bytes with its NUL */
-#define TC_TRACE_VERSION 1u
+#define TC_TRACE_VERSION 2u
+/* Version 1 is version 2 without SET_WALL events: still read and replayed. */
+#define TC_TRACE_OLDEST_VERSION 1u
 
 /*
  * Layout: header, process table, stream table, strings, stream data, each
@@ -232,12 +241,15 @@ _Static_assert(sizeof(struct tc_trace_stream) == 32, "stream entries are 32 byte
  *   READ        tag, clock id (1 byte), zigzag varint: value − last[its virtual clock]
  *   WAIT_BEGIN  tag, vclock (1 byte),   zigzag varint: deadline − last[vclock]
  *   WAIT_END    tag, vclock (1 byte),   zigzag varint: returned − last[vclock]
+ *   SET_WALL    tag, vclock (1 byte),   zigzag varint: the wall time set − last[vclock]
  *
  * `last[c]` is the last READ value on virtual clock c in the same stream
  * (0 before the first); only READs change it. Consecutive readings of one
  * clock differ by little, so a reading takes 3–6 bytes. `detail` is the
- * call, wait kind or ending; the clock id of a READ maps to its virtual
- * clock as tc_vclock_for_clockid() says.
+ * call (of a READ or SET_WALL), wait kind or ending; the clock id of a READ
+ * maps to its virtual clock as tc_vclock_for_clockid() says. SET_WALL (new
+ * in format 2; a SET_WALL's vclock is always TC_VCLOCK_REALTIME) holds the
+ * wall time the session read right after the set.
  */
 #define TC_VCLOCKS 5                         /* TC_VCLOCK_COUNT */
 
@@ -298,7 +310,8 @@ static inline int tc_decode_event(struct tc_decoder *decoder, struct tc_event *e
     event->clock = *p++;
     if (event->type == TC_EVENT_READ) {
         event->vclock = tc_trace_vclock_of_clock(event->clock);
-    } else if (event->type == TC_EVENT_WAIT_BEGIN || event->type == TC_EVENT_WAIT_END) {
+    } else if (event->type == TC_EVENT_WAIT_BEGIN || event->type == TC_EVENT_WAIT_END ||
+               event->type == TC_EVENT_SET_WALL) {
         event->vclock = event->clock < TC_VCLOCKS ? event->clock : -1;
     } else {
         return -1;

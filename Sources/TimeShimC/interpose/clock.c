@@ -148,9 +148,10 @@ int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) {
 }
 
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
+long tc_syscall_settime(struct tc_segment *segment, long number, long a1, long a2);
 
 /*
- * syscall(2) with a clock-reading or sleeping number is answered like the libc call;
+ * syscall(2) with a clock-reading, clock-setting or sleeping number is answered like the libc call;
  * every other number goes to the kernel unchanged, with libc's convention
  * (−1 and errno) for failures.
  */
@@ -174,6 +175,14 @@ TC_EXPORT long syscall(long number, ...) {
     case SYS_nanosleep:
 #endif
     case SYS_clock_nanosleep: return tc_syscall_sleep(number, a1, a2, a3, a4);
+    case SYS_clock_settime:
+    case SYS_settimeofday:
+    case SYS_adjtimex:
+    case SYS_clock_adjtime: {
+        struct tc_segment *segment = tc_shim_segment();
+        if (!segment) break;
+        return tc_shim_errno_result(tc_syscall_settime(segment, number, a1, a2));
+    }
     default: break;
     }
     return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));

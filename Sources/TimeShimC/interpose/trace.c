@@ -614,6 +614,21 @@ void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_se
     *value = tc_timespec_from_ns(diverged_value(state, segment, vclock));
 }
 
+void tc_trace_record_wall_set(int call, int64_t wall) {
+    record_event(TC_EVENT_SET_WALL, (uint32_t)call, TC_VCLOCK_REALTIME, TC_VCLOCK_REALTIME, wall);
+}
+
+void tc_trace_replay_wall_set(int call, struct tc_segment *segment) {
+    struct thread_state *state = current_thread();
+    state->calls++;
+    if (state->diverged) return;
+    struct tc_event event;
+    struct tc_event_kind asked = {TC_EVENT_SET_WALL, (uint32_t)call, TC_VCLOCK_REALTIME};
+    if (!replay_next(state, segment, asked, TC_VCLOCK_REALTIME, &event)) return;
+    __atomic_store_n(&process_last[TC_VCLOCK_REALTIME], event.value, __ATOMIC_RELAXED);
+    __atomic_store_n(&registry->last_replayed[TC_VCLOCK_REALTIME], event.value, __ATOMIC_RELAXED);
+}
+
 void tc_trace_wait_begin(int kind, int vclock, int64_t deadline) {
     if (tc_trace_mode == TC_TRACE_RECORDING) {
         record_event(TC_EVENT_WAIT_BEGIN, (uint32_t)kind, vclock, vclock, deadline);

@@ -39,6 +39,16 @@ void tc_trace_record_reading(int call, clockid_t clock, int vclock, const struct
 /* Replay: replaces the session's reading in `value` with the recorded one. */
 void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value);
 
+/*
+ * The calling thread set the session's wall clock to `wall` (recorded). In
+ * a replay the set is checked against the recording like a reading, and
+ * not applied: the replayed readings already show it, and the recorded
+ * value becomes the process's last replayed wall time (where a wall-clock
+ * deadline computed from it is measured from).
+ */
+void tc_trace_record_wall_set(int call, int64_t wall);
+void tc_trace_replay_wall_set(int call, struct tc_segment *segment);
+
 /* A wait of the calling thread begins and ends (recorded, or checked against the recording). */
 void tc_trace_wait_begin(int kind, int vclock, int64_t deadline);
 void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline);

@@ -1,0 +1,179 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// A controlled program that sets the clock moves its session's wall clock,
+/// exactly as `timectl set` does, and never the host's (SPEC §2). Every test
+/// runs inside `guardingHostClock`: as root (CI), a regression would
+/// otherwise move the test machine's clock.
+@Suite("Setting the clock moves the session, never the host")
+struct ClockSettingTests {
+    static let frozenAt = "@1500000000"
+    static let target = "2000000000.25"
+
+    /// Freezes a fresh session at `frozenAt`, so that relative steps land exactly.
+    func frozenSession(_ sandbox: Sandbox, _ name: String) throws {
+        let frozen = try sandbox.timectl("--session", name, "freeze", Self.frozenAt)
+        try #require(frozen.status == 0, "\(frozen)")
+    }
+
+    func wallClock(_ sandbox: Sandbox, _ session: String) throws -> String {
+        try sandbox.runAttached(session: session, ["date", "-u", "+%s.%N"]).stdout
+    }
+
+    @Test("each entry point sets the session's wall clock; date in the session shows it; monotonic clocks stay",
+          arguments: ["clock_settime", "settimeofday", "stime", "adjtimex", "ntp_adjtime", "clock_adjtime", "adjtime",
+                      "syscall_clock_settime", "syscall_settimeofday", "syscall_adjtimex", "syscall_clock_adjtime"])
+    func entryPointSetsTheSession(method: String) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            let set = try sandbox.runAttached(session: "s", [setClock, method, Self.target])
+            let values = keyedValues(set.stdout)
+            #expect(set.lines.contains("ok"), "\(method): \(set)")
+            let monotonic = try #require(values["monotonic"]).split(separator: " ")
+            #expect(monotonic.count == 2 && monotonic[0] == monotonic[1], "\(method) moved the monotonic clock: \(set.stdout)")
+            if method == "adjtime" { #expect(values["outstanding"] == "0.000000", "no slew is left outstanding") }
+            // stime sets whole seconds.
+            let expected = method == "stime" ? "2000000000.000000000\n" : "2000000000.250000000\n"
+            #expect(try wallClock(sandbox, "s") == expected, "\(method)")
+        }
+    }
+
+    @Test("a slew (adjtimex ADJ_OFFSET) is one immediate step of the session, clamped to ±0.5 s as the kernel clamps it")
+    func slewIsAnImmediateStep() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            #expect(try sandbox.runAttached(session: "s", [setClock, "slew", "1500000000.25"]).lines.first == "ok")
+            #expect(try wallClock(sandbox, "s") == "1500000000.250000000\n")
+            #expect(try sandbox.runAttached(session: "s", [setClock, "slew", "1500000009"]).lines.first == "ok")
+            #expect(try wallClock(sandbox, "s") == "1500000000.750000000\n")
+        }
+    }
+
+    @Test("date -s under timectl run sets the session's wall clock")
+    func dateDashS() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            let set = try sandbox.runAttached(session: "s", ["date", "-u", "-s", "@2000000000", "+%s"])
+            #expect(set.stdout == "2000000000\n", "\(set)")
+            #expect(try sandbox.runAttached(session: "s", ["date", "+%s"]).stdout == "2000000000\n")
+            let status = try sandbox.timectl("--session", "s", "status", "--json")
+            #expect(status.stdout.contains("\"frozen\" : true"), "setting the clock leaves a frozen session frozen: \(status.stdout)")
+        }
+    }
+
+    @Test("a running session keeps running from the instant set, in every process")
+    func runningSessionRunsOnFromTheSetInstant() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try guardingHostClock { () throws in
+            let script = "\(setClock) clock_settime 2000000000 >/dev/null && date +%s"
+            let set = try sandbox.runAttached(session: "r", ["sh", "-c", script])
+            let seconds = try #require(Int64(set.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(seconds >= 2_000_000_000 && seconds < 2_000_000_060, "\(set)")
+            let later = try #require(Int64(try sandbox.runAttached(session: "r", ["date", "+%s"]).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(later >= seconds && later < 2_000_000_060)
+        }
+    }
+
+    @Test("refusals: monotonic clocks EINVAL, the kernel's NTP state and time zone EPERM; the session stays put")
+    func refusals() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            for (method, answer) in [("monotonic", "error EINVAL"), ("frequency", "error EPERM"), ("nano", "error EPERM"),
+                                     ("timezone", "error EPERM")] {
+                let refused = try sandbox.runAttached(session: "s", [setClock, method, Self.target])
+                #expect(refused.lines.first == answer, "\(method): \(refused)")
+            }
+            #expect(try wallClock(sandbox, "s") == "1500000000.000000000\n")
+        }
+    }
+
+    @Test("read-only adjtimex works and reports the session's time")
+    func readOnlyAdjtimex() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            let read = try sandbox.runAttached(session: "s", [setClock, "read", "0"])
+            let fields = try #require(keyedValues(read.stdout)["read"]).split(separator: " ")
+            #expect(fields.count == 2 && Int(fields[0]).map { (0...5).contains($0) } == true, "a clock state: \(read)")
+            #expect(fields.last == "1500000000")
+        }
+    }
+
+    @Test("an unprivileged user sets its own session's clock")
+    func unprivilegedUser() throws {
+        try Build.requireShim()
+        guard geteuid() == 0 else { return }   // needs root to become another user; CI runs as root
+        let setClock = try CFixture.path("set_clock")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-nobody-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
+                                                attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try #require(chown(directory, 65534, 65534) == 0)
+        var environment = try Sandbox().environment
+        environment["TIMECTL_DIR"] = directory
+        func asNobody(_ arguments: [String]) throws -> ProcessResult {
+            try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", Build.timectl]
+                           + arguments, environment: environment)
+        }
+        try guardingHostClock { () throws in
+            #expect(try asNobody(["--session", "n", "freeze", Self.frozenAt]).status == 0)
+            let set = try asNobody(["--session", "n", "run", "--", setClock, "clock_settime", Self.target])
+            #expect(set.lines.first == "ok", "\(set)")
+            #expect(try asNobody(["--session", "n", "run", "--", "date", "+%s.%N"]).stdout == "2000000000.250000000\n")
+        }
+    }
+
+    @Test("a recording records the setting; trace show and stats list it; replay runs it without divergence")
+    func recordedAndReplayed() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        let trace = sandbox.directory + "/set.trace"
+        try guardingHostClock { () throws in
+            let recorded = try sandbox.timectl("record", "--trace", trace, "--", setClock, "clock_settime", Self.target)
+            #expect(recorded.status == 0 && recorded.lines.first == "ok", "\(recorded)")
+            let events = try Trace(contentsOf: trace).processes.flatMap { $0.threads.flatMap(\.events) }
+            #expect(events.contains(.wallClockSet(call: .clockSettime, nanoseconds: 2_000_000_000_250_000_000)), "\(events)")
+            let show = try sandbox.timectl("trace", "show", trace)
+            #expect(show.stdout.contains("clock_settime(CLOCK_REALTIME) set the wall clock to 2033-05-18T03:33:20.25"), "\(show)")
+            let json = try sandbox.timectl("trace", "show", "--json", trace)
+            #expect(json.stdout.contains("\"set-wall-clock\""), "\(json)")
+            #expect(try sandbox.timectl("trace", "stats", trace).stdout.contains("clock sets  1\n"))
+            let replayed = try sandbox.timectl("replay", trace)
+            #expect(replayed.status == 0 && replayed.lines.first == "ok", "\(replayed)")
+            #expect(!replayed.stderr.contains("diverge"), "\(replayed)")
+        }
+    }
+
+    @Test("CPython's test_time passes with the clock a year ahead (its test_clock_settime sets CLOCK_REALTIME)")
+    func cpythonTestTime() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        // The Debian python3 needs libpython3.X-testsuite for its test package (.ci/run installs it).
+        let python = try #require(["python3", "/usr/bin/python3"].first { candidate in
+            (try? runProgram("/usr/bin/env", [candidate, "-c", "import test.test_time"], environment: sandbox.environment).status) == 0
+        }, "no python3 here has test.test_time: install libpython3.X-testsuite")
+        #expect(try sandbox.timectl("--session", "y", "set", "+365d").status == 0)
+        try guardingHostClock { () throws in
+            let run = try sandbox.runAttached(session: "y", [python, "-m", "test", "test_time"], guardSeconds: 300)
+            #expect(run.stdout.contains("Tests result: SUCCESS"), "\(run)")
+        }
+    }
+}
