@@ -86,6 +86,45 @@ struct ClockSettingTests {
         }
     }
 
+    @Test("a process already running sees the clock another one set; its monotonic clock does not jump")
+    func everyProcessSeesTheSet() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try CFixture.path("set_clock")
+        try frozenSession(sandbox, "s")
+        let session = try sandbox.session("s")
+        try guardingHostClock { () throws in
+            let sleeper = try AttachedRun(sandbox, session: "s", ["python3", "-c", """
+                import time
+                m = time.monotonic_ns(); time.sleep(5); print(int(time.time()), time.monotonic_ns() - m)
+                """])
+            #expect(!sandbox.waitForWaits(session) { !$0.isEmpty }.isEmpty, "the sleeper waits")
+            #expect(try sandbox.runAttached(session: "s", [setClock, "clock_settime", "2000000000"]).lines.first == "ok")
+            #expect(try sandbox.timectl("--session", "s", "tick", "5").status == 0)
+            #expect(sleeper.exitStatus() == 0)
+            #expect(sleeper.output == "2000000005 5000000000\n", "\(sleeper.output) \(sleeper.errorOutput)")
+        }
+    }
+
+    @Test("a process whose session was removed sets the timeline it still has, not the host's clock")
+    func removedSession() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            let script = """
+                import subprocess, time
+                subprocess.run(["\(Build.timectl)", "--session", "s", "session", "remove", "--force", "s"], check=True)
+                time.clock_settime(time.CLOCK_REALTIME, 2000000000.25)
+                print(time.time_ns())
+                """
+            let run = try sandbox.runAttached(session: "s", ["python3", "-c", script])
+            let value = try #require(Int64(run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(run)")
+            #expect(value >= 2_000_000_000_250_000_000 - 1_000 && value < 2_000_000_060 * nanosecondsPerSecond, "\(run)")
+            #expect(try sandbox.session("s").date.timeIntervalSince1970 < 1_900_000_000, "a new session of that name is at real time")
+        }
+    }
+
     @Test("refusals: monotonic clocks EINVAL, the kernel's NTP state and time zone EPERM; the session stays put")
     func refusals() throws {
         try Build.requireShim()
