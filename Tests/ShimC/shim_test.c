@@ -123,6 +123,8 @@ static void test_setting_the_clock(void) {
         return;
     }
     int64_t host_before = host_wall_offset();
+    struct timex host_ntp_before = {0};
+    tc_raw_syscall(SYS_adjtimex, &host_ntp_before);
     int64_t monotonic = now_ns(CLOCK_MONOTONIC);
     struct timespec target = {2000000000, 5};
     errno = 777;
@@ -132,6 +134,17 @@ static void test_setting_the_clock(void) {
     struct timex tx = {.modes = ADJ_SETOFFSET | ADJ_NANO, .time = {-1, 999999995}};
     CHECK(adjtimex(&tx) >= 0 && tx.time.tv_sec == 2000000000, "ADJ_SETOFFSET steps back 5 ns");
     CHECK(now_ns(CLOCK_REALTIME) == 2000000000000000000LL, "after ADJ_SETOFFSET");
+    /* What was seen once: clock_adjtime(ADJ_SETOFFSET | ADJ_NANO) left the host kernel in nanosecond mode. */
+    struct timex forward = {.modes = ADJ_SETOFFSET | ADJ_NANO, .time = {1, 0}};
+    CHECK(clock_adjtime(CLOCK_REALTIME, &forward) >= 0, "clock_adjtime ADJ_SETOFFSET | ADJ_NANO");
+    CHECK(now_ns(CLOCK_REALTIME) == 2000000001000000000LL, "after clock_adjtime");
+    struct timex host_ntp_after = {0};
+    tc_raw_syscall(SYS_adjtimex, &host_ntp_after);
+    CHECK((host_ntp_after.status & STA_NANO) == (host_ntp_before.status & STA_NANO) &&
+              host_ntp_after.tai == host_ntp_before.tai,
+          "the kernel's NTP unit and TAI offset are the host's own");
+    struct timespec back = {2000000000, 0};
+    CHECK(clock_settime(CLOCK_REALTIME, &back) == 0, "set back");
     CHECK(syscall(SYS_clock_settime, CLOCK_MONOTONIC, &target) == -1 && errno == EINVAL, "monotonic: EINVAL");
     struct timespec bad = {1, 1000000000};
     CHECK(clock_settime(CLOCK_REALTIME, &bad) == -1 && errno == EINVAL, "nanoseconds out of range: EINVAL");
