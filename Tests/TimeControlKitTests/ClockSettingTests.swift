@@ -198,6 +198,16 @@ struct ClockSettingTests {
             let replayed = try sandbox.timectl("replay", trace)
             #expect(replayed.status == 0 && replayed.lines.first == "ok", "\(replayed)")
             #expect(!replayed.stderr.contains("diverge"), "\(replayed)")
+
+            // The time a read-only adjtimex returns is a reading like any other.
+            let readTrace = sandbox.directory + "/read.trace"
+            let read = try sandbox.timectl("record", "--trace", readTrace, "--", setClock, "read", "0")
+            let readSeconds = try #require(keyedValues(read.stdout)["read"]?.split(separator: " ").last.flatMap { Int64($0) }, "\(read)")
+            let readings = try Trace(contentsOf: readTrace).processes.flatMap { $0.threads.flatMap(\.events) }
+            #expect(readings.contains { event in
+                if case .reading(.adjtimex, 0, let value) = event { return value / nanosecondsPerSecond == readSeconds }
+                return false
+            }, "\(readings)")
         }
     }
 

@@ -147,6 +147,11 @@ int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) {
     return state;
 }
 
+/* The session's wall clock, read (and recorded or replayed) like any reading through `call`: adjtimex's `time`. */
+void tc_read_session_wall(int call, struct timespec *value) {
+    if (!virtual_time(call, CLOCK_REALTIME, value)) real_clock_gettime(CLOCK_REALTIME, value);
+}
+
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
 long tc_syscall_settime(struct tc_segment *segment, long number, long a1, long a2);
 

@@ -194,15 +194,17 @@ TC_EXPORT int stime(const time_t *) __attribute__((alias("shim_stime")));
 
 /* ---- adjtimex, ntp_adjtime, clock_adjtime, adjtime ---- */
 
+void tc_read_session_wall(int call, struct timespec *value);
+
 /* The kernel's read of its NTP state into `tx` (modes untouched), with the session's time in `time`. */
-static long read_ntp_state(struct tc_segment *segment, struct timex *tx) {
+static long read_ntp_state(int call, struct timex *tx) {
     unsigned int modes = tx->modes;
     tx->modes = 0;
     long state = tc_raw_syscall(SYS_adjtimex, tx);
     tx->modes = modes;
     if (state < 0) return state;
     struct timespec now;
-    tc_segment_read_into(segment, TC_VCLOCK_REALTIME, &now);
+    tc_read_session_wall(call, &now);
     tx->time.tv_sec = now.tv_sec;
     tx->time.tv_usec = (tx->status & STA_NANO) ? now.tv_nsec : now.tv_nsec / 1000;
     return state;
@@ -223,11 +225,11 @@ static long session_adjtimex(struct tc_segment *segment, int call, struct timex 
             long moved = move_session_wall(segment, call, TC_WALL_RELATIVE, shift);
             if (moved < 0) return moved;
         }
-        long state = read_ntp_state(segment, tx);
+        long state = read_ntp_state(call, tx);
         if (state >= 0) tx->offset = 0;   /* the session never has a slew outstanding */
         return state;
     }
-    if (modes == 0) return read_ntp_state(segment, tx);
+    if (modes == 0) return read_ntp_state(call, tx);
     const unsigned int stepping = ADJ_SETOFFSET | ADJ_OFFSET, units = ADJ_NANO | ADJ_MICRO;
     if ((modes & ~(stepping | units)) || !(modes & stepping)) return -EPERM;
     if (modes & ADJ_SETOFFSET) {
@@ -253,7 +255,7 @@ static long session_adjtimex(struct tc_segment *segment, int call, struct timex 
     if (overflow) return -EINVAL;
     long moved = move_session_wall(segment, call, TC_WALL_RELATIVE, shift);
     if (moved < 0) return moved;
-    return read_ntp_state(segment, tx);
+    return read_ntp_state(call, tx);
 }
 
 static int shim_adjtimex(struct timex *tx) {
