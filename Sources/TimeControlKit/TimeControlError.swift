@@ -60,7 +60,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
         case .invalidInput(let error):
             return error.description
         case .invalidSessionName(let name):
-            return "invalid session name '\(name)': expected 1-63 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
+            return "invalid session name \(FormatError.quoted(name)): expected 1-63 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
         case .sessionNotFound(let name, let path):
             return "no session '\(name)' (\(path) does not exist); create it with 'timectl freeze', 'timectl session create \(name)' or 'timectl run'"
         case .untrustedSegment(let path, let problem):

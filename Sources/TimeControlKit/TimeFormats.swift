@@ -37,8 +37,16 @@ public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
         self.reason = reason
     }
 
-    /// "invalid KIND 'VALUE': REASON".
-    public var description: String { "invalid \(kind) '\(value)': \(reason)" }
+    /// "invalid KIND 'VALUE': REASON", with a long VALUE cut (see ``quoted(_:)``).
+    public var description: String { "invalid \(kind) \(Self.quoted(value)): \(reason)" }
+
+    /// `'text'` for a message, cut to its first 40 characters and its length
+    /// when longer, so that an error about a huge argument stays one readable line.
+    public static func quoted(_ text: String) -> String {
+        let limit = 40
+        guard text.count > limit else { return "'\(text)'" }
+        return "'\(text.prefix(limit))…' (\(text.count) characters)"
+    }
 }
 
 /// Parsing and printing the formats of SPEC §2: DURATION, AT (as a
@@ -129,6 +137,13 @@ public enum TimeFormats {
         guard decimals > 0 else { return "\(sign)\(rounded)s" }
         let fraction = String(rounded % scale + scale).dropFirst()
         return "\(sign)\(rounded / scale).\(fraction)s"
+    }
+
+    // MARK: Counts
+
+    /// "1 image", "2 images": a count and its noun, for messages.
+    public static func count(_ number: some BinaryInteger, _ singular: String, plural: String? = nil) -> String {
+        "\(number) \(number == 1 ? singular : plural ?? singular + "s")"
     }
 
     // MARK: Instants

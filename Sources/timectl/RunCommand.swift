@@ -5,6 +5,10 @@ struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "Run a command attached to the session.",
+        usage: """
+            timectl run [--session <name>] [--auto-advance [--keep-rate] [--max-steps <n>] [--report]] [--] <command> ...
+              timectl run --at <at> [--frozen | --rate <factor>] [--session <name>] [--auto-advance ...] [--] <command> ...
+            """,
         discussion: """
             The command and everything it starts read the session's virtual time. The \
             session is created at real time if it does not exist. Signals sent to timectl \
@@ -20,6 +24,12 @@ struct Run: ParsableCommand {
             session jumps exactly to the earliest deadline. Sleeps, timeouts and back-offs \
             take no real time, and every process sees time pass exactly as it would have. \
             A loop guard stops a process that re-arms a 0 s timer for ever (status 125).
+
+            With --at, the command runs on a private session of its own whose wall clock starts \
+            at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, or ±DURATION from now), running, \
+            frozen (--frozen) or at a rate (--rate); the session is removed, with anything still \
+            attached to it, when the command exits. This is faketime's 'faketime DATE COMMAND'. \
+            With an explicit --session NAME, --at sets that session instead (and it stays).
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -30,17 +40,28 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("keep-rate"), help: "With --auto-advance: keep the session's rate instead of freezing it.")
     var keepRate = false
 
-    @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
+    @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
     var maxSteps: Int?
 
     @Flag(help: "With --auto-advance: print the steps, virtual time, real time and speed-up to stderr at exit.")
     var report = false
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
+    @Option(name: .customLong("at"), parsing: .unconditional,
+            help: ArgumentHelp("Start the wall clock at AT, on a private session removed when the command exits (with --session: set that session).", valueName: "at"))
+    var startAt: String?
+
+    @Flag(help: "With --at: the clocks stand still at AT.")
+    var frozen = false
+
+    @Option(name: .customLong("rate"), parsing: .unconditional, help: ArgumentHelp("With --at: the clocks run FACTOR times as fast as real time.", valueName: "factor"))
+    var startRate: String?
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))
     var command: [String] = []
 
     func validate() throws {
-        if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl run [--session NAME] [--auto-advance] -- COMMAND [ARGUMENTS...]'") }
+        if command.isEmpty { throw ValidationError("no command given: expected 'timectl run [OPTIONS] [--] COMMAND [ARGUMENTS...]'") }
+        _ = try start()
         if !autoAdvance {
             let stray = [keepRate ? "--keep-rate" : nil, maxSteps != nil ? "--max-steps" : nil, report ? "--report" : nil].compactMap { $0 }
             if let first = stray.first { throw ValidationError("\(first) only applies with --auto-advance") }
@@ -48,11 +69,30 @@ struct Run: ParsableCommand {
         if let maxSteps, maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
     }
 
-    func run() throws {
-        guard autoAdvance else {
-            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command))
+    /// Where --at, --frozen and --rate start the session; nil without --at.
+    func start() throws -> SessionStart? {
+        if frozen && startRate != nil { throw ValidationError("give either --frozen or --rate, not both") }
+        guard let startAt else {
+            if frozen { throw ValidationError("--frozen only applies with --at: 'timectl run --at AT --frozen -- COMMAND'") }
+            if startRate != nil { throw ValidationError("--rate only applies with --at: 'timectl run --at AT --rate FACTOR -- COMMAND' (or use 'timectl rate')") }
+            return nil
         }
-        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command) { command, session throws(TimeControlError) in
+        if let startRate, autoAdvance && !keepRate {
+            throw ValidationError("--rate \(startRate) with --auto-advance needs --keep-rate: the scheduler freezes the session otherwise")
+        }
+        let target = try InvalidValue.reporting { () throws(FormatError) in try TimeFormats.parseInstant(startAt) }
+        let rate = try startRate.map(TimeRate.init(parsingArgument:))
+        return SessionStart(wallClock: target, frozen: frozen, rate: rate)
+    }
+
+    func run() throws {
+        let start = try start()
+        let session: SessionChoice = start == nil ? .named(sessionOptions.session)
+            : sessionOptions.session.map { .named($0) } ?? .temporary
+        guard autoAdvance else {
+            throw ExitCode(Self.execute(session: session, start: start, arguments: command))
+        }
+        throw ExitCode(Self.execute(session: session, start: start, arguments: command) { command, session throws(TimeControlError) in
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
@@ -60,17 +100,75 @@ struct Run: ParsableCommand {
         })
     }
 
+    /// Which session a command runs on.
+    enum SessionChoice {
+        /// The session named by --session, else `$TIMECTL_SESSION`, else `default`; created if need be.
+        case named(String?)
+        /// A private session, removed (with anything attached to it) when the command exits.
+        case temporary
+    }
+
+    /// How --at starts the session before the command runs.
+    struct SessionStart {
+        var wallClock: WallClockTarget
+        var frozen: Bool
+        var rate: TimeRate?
+
+        func apply(to session: TimeSession) throws(TimeControlError) {
+            if frozen {
+                try session.freeze(at: wallClock)
+                return
+            }
+            try session.setWallClock(to: wallClock)
+            if let rate { try session.setRate(rate) }
+        }
+    }
+
     /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
-    static func execute(session: String?, arguments: [String],
+    static func execute(session choice: SessionChoice, start: SessionStart? = nil, arguments: [String],
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
             try AttachedCommand.check(arguments)  // a refused command leaves no session behind
-            let session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(session))
+            let session: TimeSession
+            switch choice {
+            case .named(let name): session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
+            case .temporary: session = try TimeSession.temporary()
+            }
+            try start?.apply(to: session)
             let attachment = try Attachment(session: session)
             return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)
         } catch {
             return CommandStatus.failure(error)
         }
+    }
+}
+
+extension Run {
+    /// Run's options that take a value: the word after one is not the command.
+    static let optionsTakingValues: Set<String> = ["--session", "--at", "--rate", "--max-steps"]
+
+    /// `[--session S] run OPTIONS COMMAND…` with `--` put in front of
+    /// COMMAND when it was left out. (ArgumentParser's passthrough capture
+    /// would take the command without '--', but then no longer accepts
+    /// --session after `run`, an option the root command has too.)
+    static func terminatingOptions(_ words: [String]) -> [String] {
+        var index = words.startIndex
+        while index < words.endIndex, words[index] != "run" {
+            guard words[index] == "--session" || words[index].hasPrefix("--session=") else { return words }
+            index += words[index] == "--session" ? 2 : 1
+        }
+        index += 1
+        while index < words.endIndex {
+            let word = words[index]
+            if word == "--" { return words }
+            if !word.hasPrefix("-") {
+                var terminated = words
+                terminated.insert("--", at: index)
+                return terminated
+            }
+            index += optionsTakingValues.contains(word) ? 2 : 1
+        }
+        return words
     }
 }
 
@@ -94,7 +192,7 @@ enum CommandStatus {
     }
 }
 
-/// `timectl [--session NAME] run [--session NAME] -- COMMAND...`, recognised
+/// `timectl [--session NAME] run [--session NAME] [--] COMMAND...`, recognised
 /// without ArgumentParser: `run` sits in front of every controlled command,
 /// and ArgumentParser's reflection costs milliseconds at start-up. Anything
 /// else (help, unknown options, no command) is left to ArgumentParser,
@@ -119,6 +217,9 @@ struct FastRunRequest {
             } else if sawRun && word == "--" {
                 rest = rest.dropFirst()
                 guard !rest.isEmpty else { return nil }
+                arguments = Array(rest)
+                return
+            } else if sawRun && !word.hasPrefix("-") {
                 arguments = Array(rest)
                 return
             } else {

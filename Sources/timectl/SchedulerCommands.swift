@@ -30,7 +30,7 @@ struct RunPending: ParsableCommand {
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Option(name: .customLong("max-steps"), help: ArgumentHelp("Give up after N steps.", valueName: "n"))
+    @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("Give up after N steps.", valueName: "n"))
     var maxSteps = 1000
 
     func validate() throws {
@@ -40,7 +40,7 @@ struct RunPending: ParsableCommand {
     func run() throws {
         let session = try sessionOptions.openExisting()
         let result = try session.runUntilIdleBlocking(maxSteps: maxSteps, realTimeLimit: SchedulerCommands.settleLimit)
-        print("\(result.steps) step\(result.steps == 1 ? "" : "s"), \(TimeFormats.formatDuration(result.elapsed)) of virtual time; nothing pending")
+        print("\(TimeFormats.count(result.steps, "step")), \(TimeFormats.formatDuration(result.elapsed)) of virtual time; nothing pending")
     }
 }
 

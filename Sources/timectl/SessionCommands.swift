@@ -8,7 +8,9 @@ struct SessionCommand: ParsableCommand {
         subcommands: [List.self, Create.self, Remove.self],
         defaultSubcommand: List.self)
 
-    struct List: ParsableCommand {
+    struct List: ParsableCommand, TakesNoSession {
+        static let whyNoSession = "it lists every session"
+
         static let configuration = CommandConfiguration(
         commandName: "list", abstract: "List the sessions of this user.")
 
@@ -45,7 +47,9 @@ struct SessionCommand: ParsableCommand {
         }
     }
 
-    struct Create: ParsableCommand {
+    struct Create: ParsableCommand, TakesNoSession {
+        static let whyNoSession = "name the session as its argument: 'timectl session create NAME'"
+
         static let configuration = CommandConfiguration(
         commandName: "create", abstract: "Create a session at real time.")
 
@@ -57,7 +61,9 @@ struct SessionCommand: ParsableCommand {
         }
     }
 
-    struct Remove: ParsableCommand {
+    struct Remove: ParsableCommand, TakesNoSession {
+        static let whyNoSession = "name the sessions as its arguments: 'timectl session remove NAME...'"
+
         static let configuration = CommandConfiguration(
         commandName: "remove",
             abstract: "Remove sessions.",

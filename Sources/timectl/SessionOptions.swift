@@ -32,3 +32,21 @@ struct SessionOptions: ParsableArguments {
         try TimeSession.openOrCreate(named: try name())
     }
 }
+
+/// A command that does not act on a session: `--session` (accepted by the
+/// root command, before or after any verb) would be silently ignored, so it
+/// is refused, saying why.
+protocol TakesNoSession {
+    /// Why the command has no use for a session, e.g. "it runs the command on a private session of its own".
+    static var whyNoSession: String { get }
+}
+
+extension SessionOptions {
+    /// The one-line refusal when `--session` is given to a command that takes none, else nil.
+    static func refusal(for command: ParsableCommand, arguments: ArraySlice<String>) -> String? {
+        guard let command = command as? TakesNoSession else { return nil }
+        let options = arguments.prefix { $0 != "--" }
+        guard options.contains(where: { $0 == "--session" || $0.hasPrefix("--session=") }) else { return nil }
+        return "'\(Main.commandPath())' takes no --session: \(type(of: command).whyNoSession)"
+    }
+}

@@ -46,7 +46,7 @@ enum StatusFormat {
             ("elapsed", TimeFormats.formatDuration(status.elapsedNanoseconds) + " of virtual time since the session was created"),
             ("created", status.createdAt),
             ("processes", processes),
-            ("scheduler", status.scheduler.map { "auto-advance by pid \($0.pid) (\($0.command), \($0.kind.rawValue)), \($0.steps) step\($0.steps == 1 ? "" : "s") so far" } ?? "none (time moves only by verbs and its rate)"),
+            ("scheduler", status.scheduler.map { "auto-advance by pid \($0.pid) (\($0.command), \($0.kind.rawValue)), \(TimeFormats.count($0.steps, "step")) so far" } ?? "none (time moves only by verbs and its rate)"),
             ("waits", status.waits.isEmpty ? "none pending" : "\(status.waits.count) pending, earliest first:"),
         ]
         let table = rows.map { label, value in

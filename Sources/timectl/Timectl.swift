@@ -16,9 +16,10 @@ struct Timectl: ParsableCommand {
 
             DURATION: a number of seconds (3, 1.5) or numbers with units ns us ms s m h d \
             (1h30m, 250ms).
-            AT: ISO 8601 (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00; \
-            UTC when no offset is given), @SECONDS since the epoch, or +DURATION / -DURATION \
-            from the current virtual time.
+            AT: ISO 8601 (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00, or \
+            libfaketime's '2016-01-01 12:00:00'; UTC when no offset is given), @SECONDS since \
+            the epoch, or +DURATION / -DURATION from the current virtual time (after '--' if \
+            it starts with '-': 'timectl set -- -10d').
             The session is --session NAME, else $TIMECTL_SESSION, else 'default'.
             """,
         subcommands: [
@@ -34,11 +35,14 @@ struct Timectl: ParsableCommand {
 enum Main {
     static func main() {
         if let request = FastRunRequest(CommandLine.arguments.dropFirst()) {
-            exit(Run.execute(session: request.session, arguments: request.arguments))
+            exit(Run.execute(session: .named(request.session), arguments: request.arguments))
         }
         let status: Int32
         do {
-            var command = try Timectl.parseAsRoot()
+            var command = try Timectl.parseAsRoot(Run.terminatingOptions(Array(CommandLine.arguments.dropFirst())))
+            if let refusal = SessionOptions.refusal(for: command, arguments: CommandLine.arguments.dropFirst()) {
+                throw CommandFailure(message: refusal, status: 64)
+            }
             try command.run()
             status = 0
         } catch let exit as ExitCode {
@@ -63,15 +67,21 @@ enum Main {
     }
 
     /// `timectl SUBCOMMAND --help` for the subcommand on the command line.
-    static func helpCommand() -> String {
+    static func helpCommand() -> String { commandPath() + " --help" }
+
+    /// `timectl SUBCOMMAND…`: the (sub)command named on the command line.
+    static func commandPath() -> String {
         var words = ["timectl"]
         var command: ParsableCommand.Type = Timectl.self
-        for argument in CommandLine.arguments.dropFirst() where !argument.hasPrefix("-") {
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            if argument == "--session" { _ = arguments.popFirst(); continue }  // and its value
+            if argument.hasPrefix("-") { continue }
             guard let next = command.configuration.subcommands.first(where: { $0._commandName == argument }) else { break }
             words.append(argument)
             command = next
         }
-        return (words + ["--help"]).joined(separator: " ")
+        return words.joined(separator: " ")
     }
 
     /// Reports a TimeControlKit error on one line; returns the exit status.

@@ -57,7 +57,9 @@ struct Record: ParsableCommand {
     }
 }
 
-struct Replay: ParsableCommand {
+struct Replay: ParsableCommand, TakesNoSession {
+    static let whyNoSession = "it replays on a private session of its own, with auto-advance"
+
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Run a command so that each of its threads reads exactly the recorded values.",
@@ -132,7 +134,9 @@ struct TraceCommand: ParsableCommand {
         abstract: "Show a recorded trace.",
         subcommands: [Show.self, Stats.self])
 
-    struct Show: ParsableCommand {
+    struct Show: ParsableCommand, TakesNoSession {
+        static let whyNoSession = "it only reads the trace file"
+
         static let configuration = CommandConfiguration(
             commandName: "show",
             abstract: "Print a trace: every process, thread, reading and wait.",
@@ -151,8 +155,10 @@ struct TraceCommand: ParsableCommand {
                 return
             }
             let statistics = TraceStatistics(trace)
-            print("trace \(self.trace): recorded \(TimeFormats.formatInstant(trace.recordedAt)), \(statistics.processes) process images, "
-                  + "\(statistics.threads) threads, \(statistics.readings) readings, \(statistics.waits) waits, \(trace.fileSize) bytes")
+            print("trace \(self.trace): recorded \(TimeFormats.formatInstant(trace.recordedAt)), "
+                  + [TimeFormats.count(statistics.processes, "process image"), TimeFormats.count(statistics.threads, "thread"),
+                     TimeFormats.count(statistics.readings, "reading"), TimeFormats.count(statistics.waits, "wait"),
+                     TimeFormats.count(trace.fileSize, "byte")].joined(separator: ", "))
             for process in trace.processes {
                 let image = process.image > 1 ? " (image \(process.image))" : ""
                 print("process \(process.path)\(image): \(process.arguments.joined(separator: " ")) (pid \(process.pid) when recorded)")
@@ -166,7 +172,9 @@ struct TraceCommand: ParsableCommand {
         }
     }
 
-    struct Stats: ParsableCommand {
+    struct Stats: ParsableCommand, TakesNoSession {
+        static let whyNoSession = "it only reads the trace file"
+
         static let configuration = CommandConfiguration(
             commandName: "stats",
             abstract: "Print counts over a trace: processes, threads, readings per clock and call, waits, size.")
@@ -191,8 +199,8 @@ struct TraceCommand: ParsableCommand {
             print("""
                 trace       \(trace)
                 recorded    \(TimeFormats.formatInstant(statistics.recordedAt))
-                size        \(statistics.bytes) bytes (\(perReading))
-                processes   \(statistics.processes) images, \(statistics.threads) threads
+                size        \(TimeFormats.count(statistics.bytes, "byte")) (\(perReading))
+                processes   \(TimeFormats.count(statistics.processes, "image")), \(TimeFormats.count(statistics.threads, "thread"))
                 readings    \(statistics.readings): \(counts(statistics.readingsByClock))
                 calls       \(counts(statistics.readingsByCall))
                 waits       \(statistics.waits): \(counts(statistics.waitsByKind))
@@ -200,7 +208,8 @@ struct TraceCommand: ParsableCommand {
                 """)
             for process in statistics.perProcess {
                 let image = process.image > 1 ? " (image \(process.image))" : ""
-                print("  \(process.path)\(image)  \(process.arguments.joined(separator: " "))  \(process.threads) threads, \(process.readings) readings, \(process.waits) waits")
+                print("  \(process.path)\(image)  \(process.arguments.joined(separator: " "))  "
+                      + "\(TimeFormats.count(process.threads, "thread")), \(TimeFormats.count(process.readings, "reading")), \(TimeFormats.count(process.waits, "wait"))")
             }
         }
     }

@@ -9,6 +9,7 @@ struct Freeze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "freeze",
         abstract: "Stop the clocks; with AT, the wall clock jumps to AT first.",
+        usage: "timectl freeze [--session <name>] [<at>]",
         discussion: "Creates the session if it does not exist. Monotonic clocks stop where they are.")
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -34,6 +35,7 @@ struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "resume",
         abstract: "Let the clocks run again, at real speed or at RATE.",
+        usage: "timectl resume [--session <name>] [<rate>]",
         discussion: "The clocks continue from where they stand; nothing jumps.")
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -59,6 +61,7 @@ struct Rate: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rate",
         abstract: "Run the clocks FACTOR times as fast as real time.",
+        usage: "timectl rate [--session <name>] <factor>",
         discussion: "FACTOR is from 0.001 to 1000000: 2 is twice as fast, 0.5 half as fast. Use freeze to stop the clocks. Creates the session if it does not exist.")
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -83,6 +86,7 @@ struct Tick: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tick",
         abstract: "Move every clock of the session forward by DURATION, or to the next pending deadline.",
+        usage: "timectl tick [--session <name>] (<duration> [--step [--max-steps <n>]] | --to-next)",
         discussion: """
             Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. \
             Every wait and timer whose deadline the tick passes wakes. With --to-next, the clocks move \
@@ -104,7 +108,8 @@ struct Tick: ParsableCommand {
     @Flag(help: "Stop at each pending deadline on the way, in order, letting the woken processes settle.")
     var step = false
 
-    @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --step: give up after N steps (default 1000).", valueName: "n"))
+    @Option(name: .customLong("max-steps"), parsing: .unconditional,
+            help: ArgumentHelp("With --step: give up after N steps (default 1000).", valueName: "n"))
     var maxSteps: Int?
 
     // Captured raw so that '-3' reaches the parser (and its message) instead of
@@ -153,6 +158,7 @@ struct SetWallClock: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "set",
         abstract: "Move the wall clock to AT (forward or back); monotonic clocks are untouched.",
+        usage: "timectl set [--session <name>] <at>",
         discussion: "AT may be relative: 'set +1d', 'set -90m'. Creates the session if it does not exist.")
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -186,11 +192,13 @@ struct Reset: ParsableCommand {
     }
 }
 
-/// Exactly one positional value, captured raw.
+/// Exactly one positional value, captured raw. A `--` in front of it is
+/// the usual end of options (`timectl set -- -10d`), not a value.
 enum OneValue {
-    static func of(_ values: [String], kind: String, usage: String) throws(FormatError) -> String {
+    static func of(_ captured: [String], kind: String, usage: String) throws(FormatError) -> String {
+        let values = captured.first == "--" ? Array(captured.dropFirst()) : captured
         guard values.count == 1 else {
-            let given = values.isEmpty ? "nothing" : values.map { "'\($0)'" }.joined(separator: " ")
+            let given = values.isEmpty ? "nothing" : values.map(FormatError.quoted).joined(separator: " ")
             throw FormatError(kind: kind, value: values.joined(separator: " "), reason: "expected exactly one \(kind) (\(usage)), got \(given)")
         }
         return values[0]
