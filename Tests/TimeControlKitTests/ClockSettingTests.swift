@@ -114,7 +114,7 @@ struct ClockSettingTests {
         try guardingHostClock { () throws in
             let script = """
                 import subprocess, time
-                subprocess.run(["\(Build.timectl)", "--session", "s", "session", "remove", "--force", "s"], check=True)
+                subprocess.run(["\(Build.timectl)", "session", "remove", "--force", "s"], check=True)
                 time.clock_settime(time.CLOCK_REALTIME, 2000000000.25)
                 print(time.time_ns())
                 """
