@@ -9,7 +9,13 @@ struct Run: ParsableCommand {
             The command and everything it starts read the session's virtual time. The \
             session is created at real time if it does not exist. Signals sent to timectl \
             are passed on; the exit status is the command's (128+N if killed by signal N). \
-            Statically linked programs, Go programs and setuid programs cannot be \
+            SIGTERM, SIGINT or SIGHUP sent to timectl \
+            reaches every process of the command's tree (whatever process group or \
+            session it moved to); what is still running when the command has exited is \
+            killed, as is everything still running 5 s after the signal or at a second one. If timectl itself \
+            is killed (SIGKILL), a guardian process kills the tree. Processes the command \
+            leaves running when it exits by itself are reported on stderr and keep \
+            running, or are ended with --end-leftovers. Statically linked programs, Go programs and setuid programs cannot be \
             controlled with LD_PRELOAD and are refused. Exit status 125 means timectl \
             itself failed, 126 that the command could not be executed, 127 that it was \
             not found.
@@ -33,6 +39,9 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
     var maxSteps: Int?
 
+    @Flag(name: .customLong("end-leftovers"), help: "End the processes the command leaves running when it exits (SIGTERM, then SIGKILL 2 s later) instead of reporting them.")
+    var endLeftovers = false
+
     @Flag(help: "With --auto-advance: print the steps, virtual time, real time and speed-up to stderr at exit.")
     var report = false
 
@@ -50,9 +59,9 @@ struct Run: ParsableCommand {
 
     func run() throws {
         guard autoAdvance else {
-            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command))
+            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers))
         }
-        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command) { command, session throws(TimeControlError) in
+        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers) { command, session throws(TimeControlError) in
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
@@ -60,14 +69,16 @@ struct Run: ParsableCommand {
         })
     }
 
+    var leftovers: LeftoverProcesses { endLeftovers ? .end : .report }
+
     /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
-    static func execute(session: String?, arguments: [String],
+    static func execute(session: String?, arguments: [String], leftovers: LeftoverProcesses = .report,
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
             try AttachedCommand.check(arguments)  // a refused command leaves no session behind
             let session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(session))
             let attachment = try Attachment(session: session)
-            return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)
+            return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers), session)
         } catch {
             return CommandStatus.failure(error)
         }
