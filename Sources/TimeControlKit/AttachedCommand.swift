@@ -15,13 +15,20 @@ public struct AttachedCommand: Sendable {
     public let attachment: Attachment
     /// What happens to processes the command leaves running when it exits by itself.
     public var leftovers: LeftoverProcesses
+    /// Whether programs the shim cannot control (static, Go, setuid) run on
+    /// real time with a warning, as the command and anywhere in its tree,
+    /// instead of being refused (`TIMECTL_ALLOW_UNCONTROLLED=1` in the
+    /// environment does the same).
+    public var allowingUncontrolled: Bool
 
 
     /// A command to run attached.
-    public init(arguments: [String], attachment: Attachment, leftovers: LeftoverProcesses = .report) {
+    public init(arguments: [String], attachment: Attachment, leftovers: LeftoverProcesses = .report,
+                allowingUncontrolled: Bool = false) {
         self.arguments = arguments
         self.attachment = attachment
         self.leftovers = leftovers
+        self.allowingUncontrolled = allowingUncontrolled
     }
 
     /// Signals passed on to the child when another process sends them to
@@ -33,10 +40,22 @@ public struct AttachedCommand: Sendable {
     /// that a preload shim can control it (dynamically linked, not setuid),
     /// without running it: for callers that should change nothing — create
     /// no session, freeze nothing — for a command that would be refused.
-    public static func check(_ arguments: [String], environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) {
+    ///
+    /// With `allowingUncontrolled` (or `TIMECTL_ALLOW_UNCONTROLLED=1` in
+    /// `environment`), such a command is let through.
+    public static func check(_ arguments: [String], environment: [String] = ProcessEnvironment.entries,
+                             allowingUncontrolled: Bool = false) throws(TimeControlError) {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
+        guard !(allowingUncontrolled || allowsUncontrolled(environment)) else { return }
         try Spawn.checkControllable(executable, as: command)
+    }
+
+    /// The variable that lets programs the shim cannot control run on real time, with a warning, in the whole tree.
+    static let allowUncontrolledVariable = "TIMECTL_ALLOW_UNCONTROLLED"
+
+    static func allowsUncontrolled(_ environment: [String]) -> Bool {
+        environment.last { $0.hasPrefix(allowUncontrolledVariable + "=") } == allowUncontrolledVariable + "=1"
     }
 
     /// Starts the command, waits for it, and returns the status to exit with.
@@ -75,7 +94,7 @@ public struct AttachedCommand: Sendable {
     /// thrown once the command has exited.
     public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
-        try Self.check(arguments, environment: environment)  // refused before the session is claimed or frozen
+        try Self.check(arguments, environment: environment, allowingUncontrolled: allowingUncontrolled)  // refused before the session is claimed or frozen
         if adoptingOrphans { _ = tc_become_subreaper() }
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()
@@ -127,10 +146,12 @@ public struct AttachedCommand: Sendable {
     private func runChild(environment: [String], reapAdopted: Bool, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let run = RunProcesses()
-        let childEnvironment = attachment.environmentEntries(inheriting: environment).filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") }
+        let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
+        var childEnvironment = attachment.environmentEntries(inheriting: environment).filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") }
             + [TC_RUN_VARIABLE + "=" + run.token]
+        if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: childEnvironment))
-        try Spawn.checkControllable(executable, as: command)
+        try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
 
         var waited = sigset_t()
         sigemptyset(&waited)

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SystemPackage
+import TimeShimC
 
 /// How a process is attached to a session: `libTimeShim.so` first in
 /// `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
@@ -73,11 +74,11 @@ public struct Attachment: Sendable, Hashable {
         if path.contains(":") || path.contains(" ") {
             throw .shimUnusable(path: path, problem: "LD_PRELOAD cannot name a path that contains ':' or ' '")
         }
-        let elf = try ELFFile(path: path)
-        guard case .elf64 = elf.kind else {
-            throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library")
+        let library = Program(path: path)
+        guard library.kind == TC_PROGRAM_STATIC || library.kind == TC_PROGRAM_CONTROLLABLE else {
+            throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library of this machine")
         }
-        let extra = elf.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
+        let extra = library.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
         if !extra.isEmpty {
             throw .shimUnusable(path: path, problem: "it needs \(extra.joined(separator: ", ")) besides libc (build it with scripts/build.sh, not SwiftPM)")
         }

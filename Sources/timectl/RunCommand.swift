@@ -16,7 +16,10 @@ struct Run: ParsableCommand {
             is killed (SIGKILL), a guardian process kills the tree. Processes the command \
             leaves running when it exits by itself are reported on stderr and keep \
             running, or are ended with --end-leftovers. Statically linked programs, Go programs and setuid programs cannot be \
-            controlled with LD_PRELOAD and are refused. Exit status 125 means timectl \
+            controlled with LD_PRELOAD and are refused, as the command and wherever \
+            the command's processes exec or posix_spawn them (the exec fails with \
+            EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
+            TIMECTL_ALLOW_UNCONTROLLED=1) runs them on real time with a warning. Exit status 125 means timectl \
             itself failed, 126 that the command could not be executed, 127 that it was \
             not found.
 
@@ -39,6 +42,9 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("max-steps"), help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
     var maxSteps: Int?
 
+    @Flag(name: .customLong("allow-uncontrolled"), help: "Run programs the shim cannot control (static, Go, setuid), as the command or anywhere in its tree, on real time with a warning instead of refusing them.")
+    var allowUncontrolled = false
+
     @Flag(name: .customLong("end-leftovers"), help: "End the processes the command leaves running when it exits (SIGTERM, then SIGKILL 2 s later) instead of reporting them.")
     var endLeftovers = false
 
@@ -59,9 +65,9 @@ struct Run: ParsableCommand {
 
     func run() throws {
         guard autoAdvance else {
-            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers))
+            throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers, allowingUncontrolled: allowUncontrolled))
         }
-        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers) { command, session throws(TimeControlError) in
+        throw ExitCode(Self.execute(session: sessionOptions.session, arguments: command, leftovers: leftovers, allowingUncontrolled: allowUncontrolled) { command, session throws(TimeControlError) in
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
@@ -72,13 +78,14 @@ struct Run: ParsableCommand {
     var leftovers: LeftoverProcesses { endLeftovers ? .end : .report }
 
     /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
-    static func execute(session: String?, arguments: [String], leftovers: LeftoverProcesses = .report,
+    static func execute(session: String?, arguments: [String], leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false,
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
-            try AttachedCommand.check(arguments)  // a refused command leaves no session behind
+            try AttachedCommand.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
             let session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(session))
             let attachment = try Attachment(session: session)
-            return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers), session)
+            return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers,
+                                               allowingUncontrolled: allowingUncontrolled), session)
         } catch {
             return CommandStatus.failure(error)
         }

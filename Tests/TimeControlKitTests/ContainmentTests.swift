@@ -115,3 +115,104 @@ struct LeftoverProcessTests {
         }
     }
 }
+
+/// SPEC §4: programs that bypass libc (Go, static) are refused wherever
+/// they start — as the command, or exec'd by an attached process — with one
+/// line naming the program and why; `--allow-uncontrolled` runs them on
+/// real time with a warning.
+@Suite("Containment: uncontrolled programs are refused wherever they start")
+struct UncontrolledProgramTests {
+    enum Kind: String, CaseIterable { case goDynamic, goStatic, cStatic }
+
+    /// The program, after checking that it is linked as its name says (so the test means what it says).
+    func program(_ kind: Kind) throws -> (path: String, problem: String) {
+        let path: String
+        switch kind {
+        case .goDynamic: path = try GoFixture.path("go_clock", linking: .dynamic)
+        case .goStatic: path = try GoFixture.path("go_clock", linking: .static)
+        case .cStatic: path = try CFixture.path("print_time_static", source: "print_time", flags: ["-static"])
+        }
+        let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
+        let dynamic = header.stdout.contains("INTERP")
+        try #require(dynamic == (kind == .goDynamic), "\(path) is not linked as expected: \(header.stdout)")
+        return (path, kind == .cStatic ? "statically linked" : "a Go program")
+    }
+
+    @Test("refused as the command", arguments: Kind.allCases)
+    func refusedAsCommand(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        let result = try sandbox.timectl("run", "--", path)
+        #expect(result.status == 125, "\(result)")
+        #expect(result.stdout.isEmpty, "the program did not run")
+        #expect(result.stderr == "timectl: cannot control \(path): \(path) is \(problem)" + result.stderr.dropFirst("timectl: cannot control \(path): \(path) is \(problem)".count))
+        #expect(result.stderr.contains("--allow-uncontrolled"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("refused when an attached shell execs it", arguments: Kind.allCases)
+    func refusedFromShell(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        let result = try sandbox.timectl("run", "--", "sh", "-c", path)
+        #expect(result.status == 126, "\(result)")
+        #expect(result.stdout.isEmpty, "the program did not run")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result)")  // the shim's line, then the shell's "Permission denied"
+        #expect(lines.first?.hasPrefix("timectl: sh[") == true)
+        #expect(lines.first?.contains("]: refusing to exec \(path): \(problem)") == true, "\(result)")
+        #expect(lines.first?.contains("TIMECTL_ALLOW_UNCONTROLLED=1") == true)
+        #expect(lines.last?.contains("Permission denied") == true)
+    }
+
+    @Test("refused when an attached program posix_spawns it, or execs it through PATH")
+    func refusedFromSpawnAndPath() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, _) = try program(.goStatic)
+        let directory = Attachment.parent(of: path)
+        let name = String(path.dropFirst(directory.count + 1))
+        let spawned = try sandbox.timectl("run", "--", "python3", "-c",
+                                          "import os, sys\ntry:\n os.posix_spawn(sys.argv[1], [sys.argv[1]], os.environ)\nexcept PermissionError: print('refused')", path)
+        #expect(spawned.stdout == "refused\n", "\(spawned)")
+        #expect(spawned.stderr.contains("refusing to exec \(path)"))
+        let searched = try sandbox.timectl(["run", "--", "env", "PATH=\(directory):/usr/bin:/bin", name])
+        #expect(searched.status == 126, "\(searched)")
+        #expect(searched.stdout.isEmpty)
+        #expect(searched.stderr.contains("timectl: env["))
+    }
+
+    @Test("go run is refused: the go command is a Go program")
+    func goRunIsRefused() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        _ = try program(.goStatic)  // the toolchain is there
+        let result = try sandbox.timectl("run", "--", "sh", "-c", "go run /dev/null")
+        #expect(result.status == 126, "\(result)")
+        #expect(result.stderr.contains("refusing to exec"))
+        #expect(result.stderr.contains("a Go program"))
+    }
+
+    @Test("--allow-uncontrolled runs them on real time with a warning", arguments: Kind.allCases)
+    func allowedWithWarning(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let direct = try sandbox.timectl("run", "--allow-uncontrolled", "--", path)
+        #expect(direct.status == 0, "\(direct)")
+        #expect(direct.stderr.hasPrefix("timectl: warning: \(path) runs on real time: \(path) is \(problem)"), "\(direct)")
+        let fromShell = try sandbox.timectl("run", "--allow-uncontrolled", "--", "sh", "-c", path)
+        #expect(fromShell.status == 0, "\(fromShell)")
+        #expect(fromShell.stderr.contains("]: warning: \(path) runs on real time: \(problem)"), "\(fromShell)")
+        let viaVariable = try sandbox.timectl(["run", "--", "sh", "-c", path], environment: ["TIMECTL_ALLOW_UNCONTROLLED": "1"])
+        #expect(viaVariable.status == 0, "\(viaVariable)")
+        for result in [direct, fromShell, viaVariable] {
+            // Real time, as warned: not the frozen session's 2016.
+            let printed = try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(result)")
+            #expect(abs(printed - Int(Date().timeIntervalSince1970)) < 600, "\(result)")
+        }
+    }
+}

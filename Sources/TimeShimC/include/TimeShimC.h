@@ -6,3 +6,4 @@
 #include "timectl_timeline.h"
 #include "timectl_trace.h"
 #include "timectl_run.h"
+#include "timectl_program.h"
