@@ -147,11 +147,11 @@ public struct AttachedCommand: Sendable {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let run = RunProcesses()
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
-        var childEnvironment = attachment.environmentEntries(inheriting: environment).filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") }
-            + [TC_RUN_VARIABLE + "=" + run.token]
+        let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
+        let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
+        var childEnvironment = attachment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
+            .filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") } + [TC_RUN_VARIABLE + "=" + run.token]
         if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
-        let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: childEnvironment))
-        try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
 
         var waited = sigset_t()
         sigemptyset(&waited)

@@ -25,20 +25,33 @@ public struct Attachment: Sendable, Hashable {
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
     /// the shim goes first, other preloads are kept, other copies of the shim dropped.
-    public func variables(inheritedPreload: String?) -> [(name: String, value: String)] {
+    ///
+    /// `sanitizerRuntime` (a sanitizer runtime the program needs, such as
+    /// `libasan.so.8`: see ``runtimeToPreload(forExecutable:)``) goes before
+    /// the shim: ASan refuses to start unless its runtime comes first, and the
+    /// runtime's interceptors then call the shim's functions as the real ones.
+    /// The shim does the same at every exec of an attached process.
+    public func variables(inheritedPreload: String?, sanitizerRuntime: String? = nil) -> [(name: String, value: String)] {
         let others = (inheritedPreload ?? "")
             .split(whereSeparator: { $0 == ":" || $0 == " " })
-            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" }
+            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" && $0 != sanitizerRuntime ?? "" }
         return [
-            ("LD_PRELOAD", ([shimPath] + others.map(String.init)).joined(separator: ":")),
+            ("LD_PRELOAD", ((sanitizerRuntime.map { [$0] } ?? []) + [shimPath] + others.map(String.init)).joined(separator: ":")),
             ("TIMECTL_SEGMENT", segmentPath),
         ]
     }
 
+    /// The sanitizer runtime (ASan, TSan, UBSan…) that `executable` is
+    /// linked with, which must be preloaded before the shim; nil for others.
+    public static func runtimeToPreload(forExecutable executable: String) -> String? {
+        Program(path: executable).sanitizerRuntime
+    }
+
     /// An environment (`KEY=VALUE` entries) with the attachment applied; other entries keep their order.
-    public func environmentEntries(inheriting entries: [String] = ProcessEnvironment.entries) -> [String] {
+    public func environmentEntries(inheriting entries: [String] = ProcessEnvironment.entries,
+                                   sanitizerRuntime: String? = nil) -> [String] {
         let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
-        let overrides = variables(inheritedPreload: inheritedPreload)
+        let overrides = variables(inheritedPreload: inheritedPreload, sanitizerRuntime: sanitizerRuntime)
         var result = entries.filter { entry in
             !overrides.contains { entry.hasPrefix($0.name + "=") }
         }

@@ -94,14 +94,16 @@ enum Spawn {
     /// Refuses what an LD_PRELOAD shim cannot control (SPEC §4), as the
     /// shim refuses it at every exec (``Program``); with `allowingUncontrolled`,
     /// warns on standard error instead and lets it run on real time.
-    static func checkControllable(_ executable: String, as command: String, allowingUncontrolled: Bool = false) throws(TimeControlError) {
+    @discardableResult
+    static func checkControllable(_ executable: String, as command: String, allowingUncontrolled: Bool = false) throws(TimeControlError) -> Program {
         let program = Program(path: executable)
-        guard let problem = program.problem else { return }
+        guard let problem = program.problem else { return program }
         let subject = program.decidedOn == executable ? executable : "\(executable)'s interpreter \(program.decidedOn)"
         guard allowingUncontrolled else {
             throw .cannotControl(command: command, reason: "\(subject) is \(problem); it would run on real time (--allow-uncontrolled runs it so, with a warning)")
         }
         let line = "timectl: warning: \(command) runs on real time: \(subject) is \(problem)\n"
         _ = line.withCString { write(2, $0, strlen($0)) }
+        return program
     }
 }

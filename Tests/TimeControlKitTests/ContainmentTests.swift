@@ -216,3 +216,28 @@ struct UncontrolledProgramTests {
         }
     }
 }
+
+/// Programs built with sanitizers run attached with no extra options: the
+/// sanitizer runtime is preloaded before the shim (by `run`, and by the shim
+/// at every exec), and the runtime's interceptors reach the shim.
+@Suite("Containment: sanitizer-instrumented programs run attached")
+struct SanitizerProgramTests {
+    @Test("a sanitizer build reads the frozen session clock, as the command and from a shell", arguments: [
+        ("gcc-asan", "gcc", "-fsanitize=address"), ("gcc-tsan", "gcc", "-fsanitize=thread"),
+        ("gcc-ubsan", "gcc", "-fsanitize=undefined"), ("clang-asan", "clang", "-fsanitize=address"),
+    ])
+    func sanitizedProgramIsControlled(name: String, compiler: String, flag: String) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let program = try CFixture.path("print_time_\(name)", source: "print_time", compiler: compiler, flags: [flag])
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let direct = try sandbox.timectl("run", "--", program)
+        #expect(direct.status == 0, "\(direct)")
+        #expect(direct.stdout == "1451649600\n", "\(direct)")
+        let fromShell = try sandbox.timectl("run", "--", "sh", "-c", program)
+        #expect(fromShell.status == 0, "\(fromShell)")
+        #expect(fromShell.stdout == "1451649600\n", "\(fromShell)")
+        let fromPython = try sandbox.timectl("run", "--", "python3", "-c", "import subprocess, sys; subprocess.run([sys.argv[1]])", program)
+        #expect(fromPython.stdout == "1451649600\n", "\(fromPython)")
+    }
+}

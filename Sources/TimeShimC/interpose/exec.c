@@ -10,7 +10,8 @@
  * the program run on real time, with a warning. A refused exec fails with
  * EACCES, as for a file without execute permission: shells print
  * "Permission denied" and exit 126. (ENOEXEC would make a shell run the
- * binary as a shell script.)
+ * binary as a shell script.) A program linked with a sanitizer runtime gets
+ * that runtime put first in its LD_PRELOAD.
  *
  * glibc's exec*p and execl* call its internal __execve, which no preload
  * can interpose, so each public exec function is written here over the
@@ -47,14 +48,71 @@ static const char *environment_value(char *const envp[], const char *name) {
     return NULL;
 }
 
-/* 0: go ahead; −1: refused (the line is written). */
-static int check_program(int directory_fd, const char *path, char *const envp[]) {
+static size_t count_entries(char *const envp[]) {
+    size_t count = 0;
+    if (envp)
+        while (envp[count]) count++;
+    return count;
+}
+
+static void append(char *target, size_t capacity, size_t *length, const char *text) {
+    while (*text && *length + 1 < capacity) target[(*length)++] = *text++;
+    target[*length] = 0;
+}
+
+/*
+ * A program linked with a sanitizer runtime (ASan, TSan, UBSan) needs that
+ * runtime first in LD_PRELOAD — ASan refuses to start otherwise — and its
+ * interceptors then reach the shim as the "real" functions. When `envp`
+ * does not put it first, `adjusted` (room for the entries and one more)
+ * becomes a copy of `envp` whose LD_PRELOAD, written into `preload`, does.
+ */
+static char *const *preload_runtime_first(const char *runtime, char *const envp[], char **adjusted, char *preload,
+                                          size_t preload_capacity) {
+    const char *current = environment_value(envp, "LD_PRELOAD");
+    size_t runtime_length = strlen(runtime);
+    if (current && strncmp(current, runtime, runtime_length) == 0 &&
+        (current[runtime_length] == ':' || current[runtime_length] == ' ' || current[runtime_length] == 0))
+        return envp;
+    size_t length = 0;
+    append(preload, preload_capacity, &length, "LD_PRELOAD=");
+    append(preload, preload_capacity, &length, runtime);
+    if (current && *current) {
+        append(preload, preload_capacity, &length, ":");
+        append(preload, preload_capacity, &length, current);
+    }
+    if (length + 1 >= preload_capacity) return envp;  /* too long to rewrite: the runtime's own message will say so */
+    size_t count = 0, replaced = 0;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) {
+            if (replaced++) continue;
+            adjusted[count++] = preload;
+        } else {
+            adjusted[count++] = envp[i];
+        }
+    }
+    if (!replaced) adjusted[count++] = preload;
+    adjusted[count] = NULL;
+    return adjusted;
+}
+
+/*
+ * Decides an exec of an attached process: 0 to go ahead with *use as its
+ * environment, −1 if it is refused (the line is written).
+ */
+static int prepare_exec(int directory_fd, const char *path, char *const envp[], char **adjusted, char *preload,
+                        size_t preload_capacity, char *const **use) {
+    *use = envp;
     const char *segment = environment_value(envp, "TIMECTL_SEGMENT");
     if (!segment || !*segment) return 0;
     struct tc_program program;
     tc_program_inspect(directory_fd, path, &program);
     const char *problem = tc_program_problem(program.kind);
-    if (!problem) return 0;
+    if (!problem) {
+        if (program.sanitizer_runtime[0])
+            *use = preload_runtime_first(program.sanitizer_runtime, envp, adjusted, preload, preload_capacity);
+        return 0;
+    }
     const char *allow = environment_value(envp, "TIMECTL_ALLOW_UNCONTROLLED");
     int allowed = allow && strcmp(allow, "1") == 0;
     struct tc_text line = {.length = 0};
@@ -77,24 +135,32 @@ static int check_program(int directory_fd, const char *path, char *const envp[])
     return allowed ? 0 : -1;
 }
 
+/* Declares `use`, the environment an exec of (directory_fd, path) is to get, or runs `on_refusal`. Stack only. */
+#define PREPARE_EXEC(directory_fd, path, envp, use, on_refusal)                                   \
+    char *adjusted_[count_entries(envp) + 2];                                                     \
+    char preload_[4096];                                                                          \
+    char *const *use;                                                                             \
+    if (prepare_exec(directory_fd, path, envp, adjusted_, preload_, sizeof preload_, &use) != 0) \
+    on_refusal
+
 static int refused(void) {
     errno = EACCES;
     return -1;
 }
 
 TC_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    if (check_program(AT_FDCWD, path, envp) != 0) return refused();
-    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execve, path, argv, envp));
+    PREPARE_EXEC(AT_FDCWD, path, envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execve, path, argv, use));
 }
 
 TC_EXPORT int execveat(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags) {
-    if (check_program(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp) != 0) return refused();
-    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, directory_fd, path, argv, envp, flags));
+    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags));
 }
 
 TC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    if (check_program(fd, "", envp) != 0) return refused();
-    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH));
+    PREPARE_EXEC(fd, "", envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, fd, "", argv, use, AT_EMPTY_PATH));
 }
 
 TC_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
@@ -206,25 +272,25 @@ static spawn_function *real_spawn(const char *name, spawn_function **cache) {
 TC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                           const posix_spawnattr_t *attributes, char *const argv[], char *const envp[]) {
     static spawn_function *real;
-    if (check_program(AT_FDCWD, path, envp) != 0) return EACCES;
+    PREPARE_EXEC(AT_FDCWD, path, envp, use, return EACCES);
     spawn_function *function = real_spawn("posix_spawn", &real);
-    return function ? function(pid, path, actions, attributes, argv, envp) : ENOSYS;
+    return function ? function(pid, path, actions, attributes, argv, use) : ENOSYS;
 }
 
 TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                            const posix_spawnattr_t *attributes, char *const argv[], char *const envp[]) {
     static spawn_function *real;
-    if (strchr(file, '/')) {
-        if (check_program(AT_FDCWD, file, envp) != 0) return EACCES;
-    } else if (*file) {
-        /* The program glibc would find: the first executable regular file on the caller's PATH. */
+    /* The program glibc would start: FILE itself, or the first executable regular file on the caller's PATH. */
+    char candidate[PATH_MAX];
+    const char *program = file;
+    if (!strchr(file, '/') && *file) {
+        program = "";  /* not found: nothing to inspect, glibc fails with ENOENT */
         const char *search = getenv("PATH");
         if (!search) search = "/bin:/usr/bin";
         size_t file_length = strlen(file);
         for (const char *directory = search;; directory++) {
             const char *end = strchrnul(directory, ':');
             size_t length = (size_t)(end - directory);
-            char candidate[PATH_MAX];
             if (length + file_length + 2 <= sizeof candidate) {
                 size_t at = 0;
                 if (length) {
@@ -234,7 +300,7 @@ TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
                 }
                 memcpy(candidate + at, file, file_length + 1);
                 if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, candidate, X_OK) == 0) {
-                    if (check_program(AT_FDCWD, candidate, envp) != 0) return EACCES;
+                    program = candidate;
                     break;
                 }
             }
@@ -242,6 +308,7 @@ TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
             if (!*end) break;
         }
     }
+    PREPARE_EXEC(AT_FDCWD, program, envp, use, return EACCES);
     spawn_function *function = real_spawn("posix_spawnp", &real);
-    return function ? function(pid, file, actions, attributes, argv, envp) : ENOSYS;
+    return function ? function(pid, file, actions, attributes, argv, use) : ENOSYS;
 }

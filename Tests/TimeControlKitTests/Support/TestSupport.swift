@@ -189,13 +189,13 @@ enum CFixture {
     nonisolated(unsafe) private static var built: [String: String] = [:]
 
     /// The path of the compiled fixture `name` (from Tests/Fixtures/SOURCE.c, by default NAME.c).
-    static func path(_ name: String, source sourceName: String? = nil, flags: [String] = []) throws -> String {
+    static func path(_ name: String, source sourceName: String? = nil, compiler: String = "cc", flags: [String] = []) throws -> String {
         lock.lock()
         defer { lock.unlock() }
         if let path = built[name] { return path }
         let output = directory + "/" + name
         let source = Build.packageRoot + "/Tests/Fixtures/\(sourceName ?? name).c"
-        let result = try runProgram("/usr/bin/env", ["cc", "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
+        let result = try runProgram("/usr/bin/env", [compiler, "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
                                     environment: ProcessInfo.processInfo.environment)
         try #require(result.status == 0, "compiling \(source): \(result.stderr)")
         built[name] = output
