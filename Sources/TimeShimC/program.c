@@ -84,7 +84,8 @@ static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, 
                         int load_count, struct tc_program *program) {
     uint64_t needed[TC_PROGRAM_MAX_NEEDED];
     int count = 0;
-    uint64_t string_table = 0;
+    uint64_t string_table = 0, soname = 0;
+    int has_soname = 0;
     unsigned char entries[4096];
     int done = 0;
     for (uint64_t at = 0; at < dynamic_size && !done; at += sizeof entries) {
@@ -96,6 +97,7 @@ static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, 
             if (tag == DT_NULL) { done = 1; break; }
             if (tag == DT_NEEDED && count < TC_PROGRAM_MAX_NEEDED) needed[count++] = value;
             if (tag == DT_STRTAB) string_table = value;
+            if (tag == DT_SONAME) soname = value, has_soname = 1;
         }
     }
     if (!string_table) return;
@@ -107,6 +109,13 @@ static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, 
             found = 1;
         }
     if (!found) return;
+    if (has_soname) {
+        char name[64];
+        long got = read_at(fd, name, sizeof name - 1, table_offset + soname);
+        name[got] = 0;
+        /* The dynamic loader run as a command (`ld-linux-x86-64.so.2 ./program`) loads LD_PRELOAD as usual. */
+        program->is_dynamic_loader = starts_with(name, "ld-linux");
+    }
     int weak_sanitizer = 0;
     for (int i = 0; i < count; i++) {
         char name[64];
@@ -152,7 +161,7 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
     }
     if (dynamic_size) read_needed(fd, dynamic_offset, dynamic_size, (const uint64_t(*)[3])loads, load_count, program);
     if (is_go) return TC_PROGRAM_GO;
-    if (!has_interpreter) return TC_PROGRAM_STATIC;
+    if (!has_interpreter && !program->is_dynamic_loader) return TC_PROGRAM_STATIC;
     return TC_PROGRAM_CONTROLLABLE;
 }
 
@@ -160,6 +169,7 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
     program->kind = TC_PROGRAM_NOT_INSPECTED;
     program->sanitizer_runtime[0] = 0;
     program->needed_count = 0;
+    program->is_dynamic_loader = 0;
     copy_text(program->decided_on, sizeof program->decided_on, path, ~0u);
     char interpreter[256];
     for (int depth = 0; depth <= MAX_SCRIPT_DEPTH; depth++) {

@@ -184,6 +184,17 @@ struct UncontrolledProgramTests {
         #expect(searched.stderr.contains("timectl: env["))
     }
 
+    @Test("the dynamic loader run as a command is not taken for a static program")
+    func dynamicLoaderAsCommand() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let loader = try #require(["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first { FileManager.default.fileExists(atPath: $0) })
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let result = try sandbox.timectl("run", "--", "sh", "-c", "\(loader) /bin/date +%s")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "1451649600\n", "\(result)")
+    }
+
     @Test("go run is refused: the go command is a Go program")
     func goRunIsRefused() throws {
         try Build.requireShim()

@@ -29,6 +29,8 @@ struct tc_program {
     char decided_on[256];
     /* The sanitizer runtime among its DT_NEEDED ("libasan.so.8"), else empty: it must be preloaded first. */
     char sanitizer_runtime[64];
+    /* Whether it is the dynamic loader itself (DT_SONAME ld-linux…), run as a command: it honours LD_PRELOAD. */
+    int is_dynamic_loader;
     /* DT_NEEDED entries (the first TC_PROGRAM_MAX_NEEDED, each cut at 63 bytes). */
     int needed_count;
     char needed[TC_PROGRAM_MAX_NEEDED][64];

@@ -169,11 +169,11 @@ TC_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, 
 static void execute_as_script(const char *path, char *const argv[], char *const envp[]) {
     int count = 0;
     while (argv[count]) count++;
-    char *script_argv[count + 2];
+    char *script_argv[count + 3];
     script_argv[0] = (char *)"/bin/sh";
     script_argv[1] = (char *)path;
-    for (int i = 1; i <= count; i++) script_argv[i + 1] = argv[i];
-    if (count == 0) script_argv[2] = NULL;
+    for (int i = 1; i < count; i++) script_argv[i + 1] = argv[i];
+    script_argv[count > 0 ? count + 1 : 2] = NULL;
     execve("/bin/sh", script_argv, envp);
 }
 
