@@ -13,13 +13,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 src=$root/Sources/TimeShimC
 cc=${CC:-cc}
 mkdir -p "$(dirname "$output")"
-# The shared core (realclock.c, segment.c, trace.c) and the interposers; controller.c
+# The shared core (realclock.c, segment.c, trace.c, program.c) and the interposers; controller.c
 # marks controllers and must never be part of the shim.
 "$cc" -shared -fPIC -O2 -g -std=gnu11 -Wall -Wextra -Werror \
     -fvisibility=hidden -fno-strict-aliasing \
     -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -Wl,--as-needed \
     -I "$src/include" \
-    "$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src"/interpose/*.c \
+    "$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src/program.c" "$src"/interpose/*.c \
     "$@" -o "$output.tmp.$$"
 mv -f "$output.tmp.$$" "$output"
 # Anything beyond libc here would load into every controlled program.

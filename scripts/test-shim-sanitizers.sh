@@ -10,7 +10,7 @@ src=$root/Sources/TimeShimC
 cc=${CC:-gcc}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-sources=("$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src"/interpose/*.c "$root/Tests/ShimC/shim_test.c")
+sources=("$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src/program.c" "$src"/interpose/*.c "$root/Tests/ShimC/shim_test.c")
 common=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -I "$src/include" -pthread)
 
 echo "== shim tests, no sanitizer"

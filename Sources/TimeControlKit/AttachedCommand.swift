@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import SystemPackage
 import TimeShimC
 
 /// Runs a command attached to a session, the way `timectl run` does:
@@ -12,11 +13,22 @@ public struct AttachedCommand: Sendable {
     public let arguments: [String]
     /// The session it attaches to, and the shim it uses.
     public let attachment: Attachment
+    /// What happens to processes the command leaves running when it exits by itself.
+    public var leftovers: LeftoverProcesses
+    /// Whether programs the shim cannot control (static, Go, setuid) run on
+    /// real time with a warning, as the command and anywhere in its tree,
+    /// instead of being refused (`TIMECTL_ALLOW_UNCONTROLLED=1` in the
+    /// environment does the same).
+    public var allowingUncontrolled: Bool
+
 
     /// A command to run attached.
-    public init(arguments: [String], attachment: Attachment) {
+    public init(arguments: [String], attachment: Attachment, leftovers: LeftoverProcesses = .report,
+                allowingUncontrolled: Bool = false) {
         self.arguments = arguments
         self.attachment = attachment
+        self.leftovers = leftovers
+        self.allowingUncontrolled = allowingUncontrolled
     }
 
     /// Signals passed on to the child when another process sends them to
@@ -28,13 +40,35 @@ public struct AttachedCommand: Sendable {
     /// that a preload shim can control it (dynamically linked, not setuid),
     /// without running it: for callers that should change nothing — create
     /// no session, freeze nothing — for a command that would be refused.
-    public static func check(_ arguments: [String], environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) {
+    ///
+    /// With `allowingUncontrolled` (or `TIMECTL_ALLOW_UNCONTROLLED=1` in
+    /// `environment`), such a command is let through.
+    public static func check(_ arguments: [String], environment: [String] = ProcessEnvironment.entries,
+                             allowingUncontrolled: Bool = false) throws(TimeControlError) {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
+        guard !(allowingUncontrolled || allowsUncontrolled(environment)) else { return }
         try Spawn.checkControllable(executable, as: command)
     }
 
+    /// The variable that lets programs the shim cannot control run on real time, with a warning, in the whole tree.
+    static let allowUncontrolledVariable = "TIMECTL_ALLOW_UNCONTROLLED"
+
+    static func allowsUncontrolled(_ environment: [String]) -> Bool {
+        environment.last { $0.hasPrefix(allowUncontrolledVariable + "=") } == allowUncontrolledVariable + "=1"
+    }
+
     /// Starts the command, waits for it, and returns the status to exit with.
+    ///
+    /// SIGTERM, SIGINT or SIGHUP sent to this process reaches every process
+    /// the command started, wherever it moved (its own process group or
+    /// session, re-parented); what still runs when the command has exited,
+    /// or 5 s after the signal, or at a second such signal, is killed. If this
+    /// process is killed, a guardian process kills them. What the command
+    /// leaves running when it exits by itself is handled by ``leftovers``.
+    /// Each process can be found by the `TIMECTL_RUN` variable in its
+    /// environment; one that replaces its environment with one without it
+    /// before an exec escapes this.
     public func run(environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> Int32 {
         try runChild(environment: environment, reapAdopted: false) { _ in }
     }
@@ -60,7 +94,7 @@ public struct AttachedCommand: Sendable {
     /// thrown once the command has exited.
     public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
-        try Self.check(arguments, environment: environment)  // refused before the session is claimed or frozen
+        try Self.check(arguments, environment: environment, allowingUncontrolled: allowingUncontrolled)  // refused before the session is claimed or frozen
         if adoptingOrphans { _ = tc_become_subreaper() }
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()
@@ -94,14 +128,30 @@ public struct AttachedCommand: Sendable {
         for pid in processes { kill(pid, SIGKILL) }
     }
 
+    /// Signals that ask timectl to stop: they end the command's whole tree.
+    static let stopSignals: [Int32] = [SIGHUP, SIGINT, SIGTERM]
+    /// How long the command's processes have, after a stop signal, before everything still running is killed.
+    static let stopGracePeriod: Int64 = 5_000_000_000
+
     /// Starts the child with the forwarded signals blocked, tells `started`
     /// its pid, and waits for it, passing signals on. With `reapAdopted`,
     /// orphaned descendants re-parented here are reaped as they exit.
+    ///
+    /// Every process of the run carries `TIMECTL_RUN` (a token of this run)
+    /// in its environment, so the run's processes are found wherever they
+    /// are re-parented. A stop signal goes to each of them; once the command
+    /// has exited, what is left is killed; so is everything still running 5 s
+    /// after the signal, or at a second stop signal. A guardian process kills them all if this process dies
+    /// before the run ends (SIGKILL), and is disarmed when it ends.
     private func runChild(environment: [String], reapAdopted: Bool, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
-        let childEnvironment = attachment.environmentEntries(inheriting: environment)
-        let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: childEnvironment))
-        try Spawn.checkControllable(executable, as: command)
+        let run = RunProcesses()
+        let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
+        let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
+        let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
+        var childEnvironment = attachment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
+            .filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") } + [TC_RUN_VARIABLE + "=" + run.token]
+        if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
 
         var waited = sigset_t()
         sigemptyset(&waited)
@@ -110,21 +160,127 @@ public struct AttachedCommand: Sendable {
         pthread_sigmask(SIG_BLOCK, &waited, &saved)
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
 
+        try run.startGuardian()
+        defer { run.disarmGuardian() }
         let child = try Spawn.start(executable, arguments: arguments, options: .init(environment: childEnvironment))
         started(child)
+        var stopRequests = 0
+        var killDeadline: Int64?  // after a stop signal: when what still runs is killed
         while true {
             var info = siginfo_t()
-            let signal = sigwaitinfo(&waited, &info)
+            let signal: Int32
+            if let deadline = killDeadline {
+                let left = max(deadline - tc_real_ns(CLOCK_MONOTONIC), 0)
+                var timeout = timespec(tv_sec: Int(left / 1_000_000_000), tv_nsec: Int(left % 1_000_000_000))
+                signal = sigtimedwait(&waited, &info, &timeout)
+                if signal < 0 && errno == EAGAIN {
+                    run.end(gracefully: false)
+                    killDeadline = nil
+                    continue
+                }
+            } else {
+                signal = sigwaitinfo(&waited, &info)
+            }
             if signal < 0 { continue }  // EINTR
             if signal == SIGCHLD {
                 // One loop for the child and adopted orphans alike, so the child's status is never reaped away.
                 var status: Int32 = 0
                 while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
-                    if reaped == child { return Spawn.exitStatus(status) }
+                    if reaped == child {
+                        if stopRequests > 0 || leftovers == .end {
+                            run.end(gracefully: stopRequests == 0)
+                        } else {
+                            run.reportLeftovers()
+                        }
+                        return Spawn.exitStatus(status)
+                    }
                 }
                 continue
             }
-            if info.si_code != SI_KERNEL { kill(child, signal) }
+            let fromTerminal = info.si_code == SI_KERNEL
+            guard Self.stopSignals.contains(signal) else {
+                if !fromTerminal { kill(child, signal) }
+                continue
+            }
+            stopRequests += 1
+            killDeadline = tc_real_ns(CLOCK_MONOTONIC) + Self.stopGracePeriod
+            if stopRequests > 1 {
+                run.end(gracefully: false)
+                continue
+            }
+            // A terminal's signal already reached the processes in its foreground group (ours).
+            let ownGroup = getpgrp()
+            for pid in run.members() where !fromTerminal || getpgid(pid) != ownGroup { kill(pid, signal) }
         }
+    }
+}
+
+/// What to do with the processes a command leaves running when it exits
+/// by itself (a daemon it started on purpose).
+public enum LeftoverProcesses: Sendable, Hashable {
+    /// They keep running; each is reported on standard error (pid and command).
+    case report
+    /// They are ended: SIGTERM, then SIGKILL 2 s later.
+    case end
+}
+
+/// The processes of one run, found by the `TIMECTL_RUN` token they inherit (timectl_run.h).
+final class RunProcesses {
+    let token = "\(getpid())-\(tc_real_ns(CLOCK_BOOTTIME))"
+    private var guardianFD: Int32 = -1
+    private(set) var guardian: Int32 = 0
+
+    func startGuardian() throws(TimeControlError) {
+        var pid: Int32 = 0
+        let fd = token.withCString { tc_run_guardian_start($0, &pid) }
+        guard fd >= 0 else { throw .system(call: "clone", path: nil, errno: Errno(rawValue: errno)) }
+        guardianFD = fd
+        guardian = pid
+    }
+
+    func disarmGuardian() {
+        tc_run_guardian_disarm(guardianFD)
+        guardianFD = -1
+    }
+
+    /// The run's live processes, besides the guardian.
+    func members() -> [Int32] {
+        var pids = [Int32](repeating: 0, count: 1024)
+        let count = token.withCString { tc_run_members($0, guardian, &pids, Int32(pids.count)) }
+        return Array(pids.prefix(Int(min(count, Int32(pids.count)))))
+    }
+
+    /// Kills every process of the run; `gracefully`: SIGTERM first, SIGKILL 2 s later.
+    func end(gracefully: Bool) {
+        if gracefully {
+            for pid in members() { kill(pid, SIGTERM) }
+            // Scanned again rather than probed with kill(pid, 0): a killed orphan stays a zombie until reaped.
+            let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
+            while tc_real_ns(CLOCK_MONOTONIC) < deadline && !members().isEmpty {
+                var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+                nanosleep(&pause, nil)
+            }
+        }
+        _ = token.withCString { tc_run_kill_all($0, guardian, 400) }
+    }
+
+    /// One line on standard error for each process still running: they keep running.
+    func reportLeftovers() {
+        for pid in members() {
+            let line = "timectl: pid \(pid) (\(Self.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+        }
+    }
+
+    static func commandLine(of pid: Int32) -> String {
+        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return "?" }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let got = read(fd, &buffer, buffer.count)
+        guard got > 0 else { return "?" }
+        let words = buffer.prefix(got).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        let text = words.joined(separator: " ")
+        return got == buffer.count ? text + "…" : text
     }
 }

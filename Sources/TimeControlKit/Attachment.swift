@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SystemPackage
+import TimeShimC
 
 /// How a process is attached to a session: `libTimeShim.so` first in
 /// `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
@@ -24,20 +25,33 @@ public struct Attachment: Sendable, Hashable {
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
     /// the shim goes first, other preloads are kept, other copies of the shim dropped.
-    public func variables(inheritedPreload: String?) -> [(name: String, value: String)] {
+    ///
+    /// `sanitizerRuntime` (a sanitizer runtime the program needs, such as
+    /// `libasan.so.8`: see ``runtimeToPreload(forExecutable:)``) goes before
+    /// the shim: ASan refuses to start unless its runtime comes first, and the
+    /// runtime's interceptors then call the shim's functions as the real ones.
+    /// The shim does the same at every exec of an attached process.
+    public func variables(inheritedPreload: String?, sanitizerRuntime: String? = nil) -> [(name: String, value: String)] {
         let others = (inheritedPreload ?? "")
             .split(whereSeparator: { $0 == ":" || $0 == " " })
-            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" }
+            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" && $0 != sanitizerRuntime ?? "" }
         return [
-            ("LD_PRELOAD", ([shimPath] + others.map(String.init)).joined(separator: ":")),
+            ("LD_PRELOAD", ((sanitizerRuntime.map { [$0] } ?? []) + [shimPath] + others.map(String.init)).joined(separator: ":")),
             ("TIMECTL_SEGMENT", segmentPath),
         ]
     }
 
+    /// The sanitizer runtime (ASan, TSan, UBSan…) that `executable` is
+    /// linked with, which must be preloaded before the shim; nil for others.
+    public static func runtimeToPreload(forExecutable executable: String) -> String? {
+        Program(path: executable).sanitizerRuntime
+    }
+
     /// An environment (`KEY=VALUE` entries) with the attachment applied; other entries keep their order.
-    public func environmentEntries(inheriting entries: [String] = ProcessEnvironment.entries) -> [String] {
+    public func environmentEntries(inheriting entries: [String] = ProcessEnvironment.entries,
+                                   sanitizerRuntime: String? = nil) -> [String] {
         let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
-        let overrides = variables(inheritedPreload: inheritedPreload)
+        let overrides = variables(inheritedPreload: inheritedPreload, sanitizerRuntime: sanitizerRuntime)
         var result = entries.filter { entry in
             !overrides.contains { entry.hasPrefix($0.name + "=") }
         }
@@ -73,11 +87,11 @@ public struct Attachment: Sendable, Hashable {
         if path.contains(":") || path.contains(" ") {
             throw .shimUnusable(path: path, problem: "LD_PRELOAD cannot name a path that contains ':' or ' '")
         }
-        let elf = try ELFFile(path: path)
-        guard case .elf64 = elf.kind else {
-            throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library")
+        let library = Program(path: path)
+        guard library.kind == TC_PROGRAM_STATIC || library.kind == TC_PROGRAM_CONTROLLABLE else {
+            throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library of this machine")
         }
-        let extra = elf.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
+        let extra = library.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
         if !extra.isEmpty {
             throw .shimUnusable(path: path, problem: "it needs \(extra.joined(separator: ", ")) besides libc (build it with scripts/build.sh, not SwiftPM)")
         }

@@ -212,10 +212,18 @@ public final class TimeSession: Sendable {
     /// (the shim first, then this process's own preloads) and
     /// `TIMECTL_SEGMENT`. Give them to any launcher (Foundation's `Process`,
     /// swift-subprocess, a shell) to attach what it starts.
-    public func attachmentEnvironment() throws(TimeControlError) -> [String: String] {
+    ///
+    /// Given the `executable` the launcher will start (a path, or a name
+    /// looked up in `PATH`), a sanitizer runtime it is linked with (ASan,
+    /// TSan, UBSan) is preloaded before the shim, as it must be; what an
+    /// attached process execs later is fixed up by the shim itself.
+    public func attachmentEnvironment(for executable: String? = nil) throws(TimeControlError) -> [String: String] {
         let attachment = try Attachment(session: self)
+        let runtime = try executable.map { (name) throws(TimeControlError) in
+            Attachment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
+        } ?? nil
         var variables: [String: String] = [:]
-        for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD")) {
+        for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD"), sanitizerRuntime: runtime) {
             variables[name] = value
         }
         return variables
@@ -241,9 +249,9 @@ public final class TimeSession: Sendable {
             !environment.keys.contains { entry.hasPrefix($0 + "=") }
         }
         entries += environment.map { "\($0.key)=\($0.value)" }
-        let childEnvironment = attachment.environmentEntries(inheriting: entries)
-        let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: childEnvironment))
-        try Spawn.checkControllable(resolved, as: executable)
+        let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))
+        let program = try Spawn.checkControllable(resolved, as: executable)
+        let childEnvironment = attachment.environmentEntries(inheriting: entries, sanitizerRuntime: program.sanitizerRuntime)
         let process = try ControlledProcess(session: self, executable: resolved, command: [executable] + arguments,
                                             environment: childEnvironment, workingDirectory: workingDirectory)
         spawnedGroups.withLock { $0.append(process.pid) }

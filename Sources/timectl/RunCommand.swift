@@ -13,8 +13,17 @@ struct Run: ParsableCommand {
             The command and everything it starts read the session's virtual time. The \
             session is created at real time if it does not exist. Signals sent to timectl \
             are passed on; the exit status is the command's (128+N if killed by signal N). \
-            Statically linked programs, Go programs and setuid programs cannot be \
-            controlled with LD_PRELOAD and are refused. Exit status 125 means timectl \
+            SIGTERM, SIGINT or SIGHUP sent to timectl \
+            reaches every process of the command's tree (whatever process group or \
+            session it moved to); what is still running when the command has exited is \
+            killed, as is everything still running 5 s after the signal or at a second one. If timectl itself \
+            is killed (SIGKILL), a guardian process kills the tree. Processes the command \
+            leaves running when it exits by itself are reported on stderr and keep \
+            running, or are ended with --end-leftovers. Statically linked programs, Go programs and setuid programs cannot be \
+            controlled with LD_PRELOAD and are refused, as the command and wherever \
+            the command's processes exec or posix_spawn them (the exec fails with \
+            EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
+            TIMECTL_ALLOW_UNCONTROLLED=1) runs them on real time with a warning. Exit status 125 means timectl \
             itself failed, 126 that the command could not be executed, 127 that it was \
             not found.
 
@@ -42,6 +51,12 @@ struct Run: ParsableCommand {
 
     @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
     var maxSteps: Int?
+
+    @Flag(name: .customLong("allow-uncontrolled"), help: "Run programs the shim cannot control (static, Go, setuid), as the command or anywhere in its tree, on real time with a warning instead of refusing them.")
+    var allowUncontrolled = false
+
+    @Flag(name: .customLong("end-leftovers"), help: "End the processes the command leaves running when it exits (SIGTERM, then SIGKILL 2 s later) instead of reporting them.")
+    var endLeftovers = false
 
     @Flag(help: "With --auto-advance: print the steps, virtual time, real time and speed-up to stderr at exit.")
     var report = false
@@ -90,15 +105,18 @@ struct Run: ParsableCommand {
         let session: SessionChoice = start == nil ? .named(sessionOptions.session)
             : sessionOptions.session.map { .named($0) } ?? .temporary
         guard autoAdvance else {
-            throw ExitCode(Self.execute(session: session, start: start, arguments: command))
+            throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers, allowingUncontrolled: allowUncontrolled))
         }
-        throw ExitCode(Self.execute(session: session, start: start, arguments: command) { command, session throws(TimeControlError) in
+        throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers,
+                                    allowingUncontrolled: allowUncontrolled) { command, session throws(TimeControlError) in
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
             return status
         })
     }
+
+    var leftovers: LeftoverProcesses { endLeftovers ? .end : .report }
 
     /// Which session a command runs on.
     enum SessionChoice {
@@ -126,9 +144,10 @@ struct Run: ParsableCommand {
 
     /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
     static func execute(session choice: SessionChoice, start: SessionStart? = nil, arguments: [String],
+                        leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false,
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         do {
-            try AttachedCommand.check(arguments)  // a refused command leaves no session behind
+            try AttachedCommand.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
             let session: TimeSession
             switch choice {
             case .named(let name): session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
@@ -136,7 +155,8 @@ struct Run: ParsableCommand {
             }
             try start?.apply(to: session)
             let attachment = try Attachment(session: session)
-            return try running(AttachedCommand(arguments: arguments, attachment: attachment), session)
+            return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers,
+                                               allowingUncontrolled: allowingUncontrolled), session)
         } catch {
             return CommandStatus.failure(error)
         }

@@ -21,6 +21,9 @@ struct CommandLineTests {
         (["--session", "no-such-session", "tick", "1"], "no session 'no-such-session'"),
         (["--session", "bad/name", "status"], "invalid session name"),
         (["frobnicate"], "Unexpected argument"),
+        (["run", "--end-leftovers=yes", "--", "true"], "does not take any value"),
+        (["run", "--allow-uncontrolled=1", "--", "true"], "does not take any value"),
+        (["run", "--allow-uncontrolled", "--end-leftovers"], "no command after '--'"),
     ])
     func badInput(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()

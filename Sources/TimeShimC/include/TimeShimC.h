@@ -5,3 +5,5 @@
 #include "timectl_segment_io.h"
 #include "timectl_timeline.h"
 #include "timectl_trace.h"
+#include "timectl_run.h"
+#include "timectl_program.h"

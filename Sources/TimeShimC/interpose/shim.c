@@ -28,6 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+extern char **environ;
+
 int tc_shim_state = TC_SHIM_UNINITIALISED;
 struct tc_segment *tc_shim_attached_segment;
 struct tc_segment *tc_shim_read_segment;
@@ -171,6 +173,14 @@ static void refuse_trace(const char *path, const char *problem) {
 }
 
 static int attach(void) {
+    /*
+     * A sanitizer's preinit function (ASan's, TSan's __*san_init in the
+     * executable's .preinit_array) runs before libc has set up environ, and
+     * reaches the shim through sigaction, pthread or clock calls. The
+     * environment cannot be read yet: stay on real time for those calls and
+     * decide at the next one (the shim's constructor, at the latest).
+     */
+    if (!__atomic_load_n(&environ, __ATOMIC_RELAXED)) return TC_SHIM_UNINITIALISED;
     const char *path = getenv("TIMECTL_SEGMENT");
     if (!path) return TC_SHIM_REAL;
     if (executable_is_controller()) return TC_SHIM_REAL;

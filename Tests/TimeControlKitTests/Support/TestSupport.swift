@@ -188,14 +188,14 @@ enum CFixture {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var built: [String: String] = [:]
 
-    /// The path of the compiled fixture `name` (from Tests/Fixtures/NAME.c).
-    static func path(_ name: String, flags: [String] = []) throws -> String {
+    /// The path of the compiled fixture `name` (from Tests/Fixtures/SOURCE.c, by default NAME.c).
+    static func path(_ name: String, source sourceName: String? = nil, compiler: String = "cc", flags: [String] = []) throws -> String {
         lock.lock()
         defer { lock.unlock() }
         if let path = built[name] { return path }
         let output = directory + "/" + name
-        let source = Build.packageRoot + "/Tests/Fixtures/\(name).c"
-        let result = try runProgram("/usr/bin/env", ["cc", "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
+        let source = Build.packageRoot + "/Tests/Fixtures/\(sourceName ?? name).c"
+        let result = try runProgram("/usr/bin/env", [compiler, "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
                                     environment: ProcessInfo.processInfo.environment)
         try #require(result.status == 0, "compiling \(source): \(result.stderr)")
         built[name] = output
@@ -328,4 +328,37 @@ func guardingHostClock<T>(sourceLocation: SourceLocation = #_sourceLocation, _ b
         }
     }
     return try body()
+}
+
+/// Go programs from Tests/Fixtures, built once per test run, offline, with
+/// a private build cache (CI installs golang-go).
+enum GoFixture {
+    enum Linking: String { case dynamic, `static` }
+
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var built: [String: String] = [:]
+
+    /// The path of `Tests/Fixtures/NAME.go` built with `linking`.
+    static func path(_ name: String, linking: Linking) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        let key = name + "-" + linking.rawValue
+        if let path = built[key] { return path }
+        let go = ["/usr/bin/go", "/usr/local/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let goPath = try #require(go, "the Go toolchain is missing: install golang-go (.ci/run does)")
+        let output = CFixture.directory + "/" + key
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["LD_PRELOAD", "TIMECTL_SEGMENT", "GOFLAGS"] { environment[key] = nil }
+        environment["GOCACHE"] = CFixture.directory + "/go-cache"
+        environment["GOPATH"] = CFixture.directory + "/go-path"
+        environment["GOPROXY"] = "off"
+        environment["GO111MODULE"] = "off"
+        environment["CGO_ENABLED"] = linking == .dynamic ? "1" : "0"
+        let flags = linking == .dynamic ? ["-ldflags=-linkmode=external"] : []
+        let result = try runProgram(goPath, ["build"] + flags + ["-o", output, Build.packageRoot + "/Tests/Fixtures/\(name).go"],
+                                    environment: environment, guardSeconds: 300)
+        try #require(result.status == 0, "go build \(name) (\(linking)): \(result.stderr)")
+        built[key] = output
+        return output
+    }
 }

@@ -1,0 +1,36 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import TimeShimC
+
+/// What kind of program an executable is, as the shim decides it at every
+/// exec (`tc_program_inspect` in timectl_program.h: one decision, in C, for
+/// `timectl run` and for the shim), following `#!` lines to the interpreter.
+struct Program {
+    let kind: tc_program_kind
+    /// The file the kind was decided on: the executable or its interpreter.
+    let decidedOn: String
+    /// The sanitizer runtime among its DT_NEEDED (it must be preloaded before the shim).
+    let sanitizerRuntime: String?
+    /// Its DT_NEEDED entries.
+    let needed: [String]
+
+    init(path: String) {
+        var program = tc_program()
+        tc_program_inspect(AT_FDCWD, path, &program)
+        kind = program.kind
+        decidedOn = withUnsafeBytes(of: &program.decided_on) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let runtime = withUnsafeBytes(of: &program.sanitizer_runtime) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        sanitizerRuntime = runtime.isEmpty ? nil : runtime
+        let count = Int(program.needed_count)
+        needed = withUnsafeBytes(of: &program.needed) { raw in
+            let width = raw.count / Int(TC_PROGRAM_MAX_NEEDED)
+            return (0..<count).map { index in
+                String(decoding: raw[index * width..<(index + 1) * width].prefix { $0 != 0 }, as: UTF8.self)
+            }
+        }
+    }
+
+    /// Why the shim cannot control it, or nil.
+    var problem: String? { tc_program_problem(kind).map { String(cString: $0) } }
+}

@@ -1,0 +1,50 @@
+/*
+ * The one place that decides what kind of program an exec would start,
+ * and so whether the shim can control it (SPEC §4). `timectl run` asks
+ * before starting its command; the shim asks at every execve, execveat,
+ * fexecve, exec*p and posix_spawn* of an attached process.
+ *
+ * Raw system calls and the caller's stack only (no allocation, no errno,
+ * no locks): the shim calls it between vfork and exec.
+ */
+#ifndef TIMECTL_PROGRAM_H
+#define TIMECTL_PROGRAM_H
+
+#include <stdint.h>
+
+enum tc_program_kind {
+    TC_PROGRAM_CONTROLLABLE = 0,  /* a dynamically linked program of this machine's kind */
+    TC_PROGRAM_NOT_INSPECTED,     /* missing, unreadable, not ELF and no #!: the exec decides */
+    TC_PROGRAM_STATIC,            /* no dynamic loader: LD_PRELOAD cannot reach it */
+    TC_PROGRAM_GO,                /* carries Go's build id: the runtime reads clocks and waits without libc */
+    TC_PROGRAM_SETID,             /* setuid/setgid to another user or group: the kernel drops LD_PRELOAD */
+    TC_PROGRAM_FOREIGN,           /* 32-bit, big-endian or another machine: the shim cannot load */
+};
+
+#define TC_PROGRAM_MAX_NEEDED 16
+
+struct tc_program {
+    enum tc_program_kind kind;
+    /* The file the kind was decided on: the program, or the interpreter its #! line names. */
+    char decided_on[256];
+    /* The sanitizer runtime among its DT_NEEDED ("libasan.so.8"), else empty: it must be preloaded first. */
+    char sanitizer_runtime[64];
+    /* Whether it is the dynamic loader itself (DT_SONAME ld-linux…), run as a command: it honours LD_PRELOAD. */
+    int is_dynamic_loader;
+    /* DT_NEEDED entries (the first TC_PROGRAM_MAX_NEEDED, each cut at 63 bytes). */
+    int needed_count;
+    char needed[TC_PROGRAM_MAX_NEEDED][64];
+};
+
+/*
+ * Inspects the program at `path` (relative to `directory_fd`, AT_FDCWD for
+ * the working directory; AT_EMPTY_PATH semantics when `path` is "" — then
+ * `directory_fd` is the program itself), following #! lines to their
+ * interpreter up to 4 levels, as the kernel does. Fills `program`.
+ */
+void tc_program_inspect(int directory_fd, const char *path, struct tc_program *program);
+
+/* Why a kind cannot be controlled, as a phrase ("statically linked"); NULL for the others. */
+const char *tc_program_problem(enum tc_program_kind kind);
+
+#endif

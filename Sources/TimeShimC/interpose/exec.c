@@ -1,0 +1,314 @@
+/*
+ * Containment at exec (SPEC §4): an attached process that starts a program
+ * the shim cannot control — static, Go, setuid to another user, another
+ * machine's — gets the exec refused with one line on stderr, instead of a
+ * child that silently runs on real time. The kind of program is decided by
+ * tc_program_inspect, the same code `timectl run` uses.
+ *
+ * The check applies when the new image would be attached (its environment
+ * names a segment). TIMECTL_ALLOW_UNCONTROLLED=1 in that environment lets
+ * the program run on real time, with a warning. A refused exec fails with
+ * EACCES, as for a file without execute permission: shells print
+ * "Permission denied" and exit 126. (ENOEXEC would make a shell run the
+ * binary as a shell script.) A program linked with a sanitizer runtime gets
+ * that runtime put first in its LD_PRELOAD.
+ *
+ * glibc's exec*p and execl* call its internal __execve, which no preload
+ * can interpose, so each public exec function is written here over the
+ * checked execve, searching PATH as glibc does. posix_spawn* clone and
+ * exec inside glibc: the program is checked before calling the real one.
+ * system() and popen() start /bin/sh, whose own execs are checked.
+ *
+ * Everything on the exec path uses the stack and raw system calls only:
+ * it may run in a vfork child.
+ */
+#define _GNU_SOURCE
+#include "shim.h"
+#include "text.h"
+#include "timectl_program.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static const char *environment_value(char *const envp[], const char *name) {
+    if (!envp) return NULL;
+    size_t length = strlen(name);
+    for (char *const *entry = envp; *entry; entry++)
+        if (strncmp(*entry, name, length) == 0 && (*entry)[length] == '=') return *entry + length + 1;
+    return NULL;
+}
+
+static size_t count_entries(char *const envp[]) {
+    size_t count = 0;
+    if (envp)
+        while (envp[count]) count++;
+    return count;
+}
+
+static void append(char *target, size_t capacity, size_t *length, const char *text) {
+    while (*text && *length + 1 < capacity) target[(*length)++] = *text++;
+    target[*length] = 0;
+}
+
+/*
+ * A program linked with a sanitizer runtime (ASan, TSan, UBSan) needs that
+ * runtime first in LD_PRELOAD — ASan refuses to start otherwise — and its
+ * interceptors then reach the shim as the "real" functions. When `envp`
+ * does not put it first, `adjusted` (room for the entries and one more)
+ * becomes a copy of `envp` whose LD_PRELOAD, written into `preload`, does.
+ */
+static char *const *preload_runtime_first(const char *runtime, char *const envp[], char **adjusted, char *preload,
+                                          size_t preload_capacity) {
+    const char *current = environment_value(envp, "LD_PRELOAD");
+    size_t runtime_length = strlen(runtime);
+    if (current && strncmp(current, runtime, runtime_length) == 0 &&
+        (current[runtime_length] == ':' || current[runtime_length] == ' ' || current[runtime_length] == 0))
+        return envp;
+    size_t length = 0;
+    append(preload, preload_capacity, &length, "LD_PRELOAD=");
+    append(preload, preload_capacity, &length, runtime);
+    if (current && *current) {
+        append(preload, preload_capacity, &length, ":");
+        append(preload, preload_capacity, &length, current);
+    }
+    if (length + 1 >= preload_capacity) return envp;  /* too long to rewrite: the runtime's own message will say so */
+    size_t count = 0, replaced = 0;
+    for (size_t i = 0; envp && envp[i]; i++) {
+        if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) {
+            if (replaced++) continue;
+            adjusted[count++] = preload;
+        } else {
+            adjusted[count++] = envp[i];
+        }
+    }
+    if (!replaced) adjusted[count++] = preload;
+    adjusted[count] = NULL;
+    return adjusted;
+}
+
+/*
+ * Decides an exec of an attached process: 0 to go ahead with *use as its
+ * environment, −1 if it is refused (the line is written).
+ */
+static int prepare_exec(int directory_fd, const char *path, char *const envp[], char **adjusted, char *preload,
+                        size_t preload_capacity, char *const **use) {
+    *use = envp;
+    const char *segment = environment_value(envp, "TIMECTL_SEGMENT");
+    if (!segment || !*segment) return 0;
+    struct tc_program program;
+    tc_program_inspect(directory_fd, path, &program);
+    const char *problem = tc_program_problem(program.kind);
+    if (!problem) {
+        if (program.sanitizer_runtime[0])
+            *use = preload_runtime_first(program.sanitizer_runtime, envp, adjusted, preload, preload_capacity);
+        return 0;
+    }
+    const char *allow = environment_value(envp, "TIMECTL_ALLOW_UNCONTROLLED");
+    int allowed = allow && strcmp(allow, "1") == 0;
+    struct tc_text line = {.length = 0};
+    tc_text_append(&line, "timectl: ");
+    tc_text_append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
+    tc_text_append(&line, "[");
+    tc_text_append_number(&line, tc_raw_syscall(SYS_getpid, 0));
+    tc_text_append(&line, allowed ? "]: warning: " : "]: refusing to exec ");
+    tc_text_append(&line, *path ? path : "(descriptor)");
+    tc_text_append(&line, allowed ? " runs on real time: " : ": ");
+    if (strcmp(program.decided_on, path) != 0) {
+        tc_text_append(&line, "its interpreter ");
+        tc_text_append(&line, program.decided_on);
+        tc_text_append(&line, " is ");
+    }
+    tc_text_append(&line, problem);
+    tc_text_append(&line, allowed ? " (TIMECTL_ALLOW_UNCONTROLLED=1)\n"
+                                  : "; it would run on real time (set TIMECTL_ALLOW_UNCONTROLLED=1 to run it so, with a warning)\n");
+    tc_raw_syscall(SYS_write, 2, line.text, line.length);
+    return allowed ? 0 : -1;
+}
+
+/* Declares `use`, the environment an exec of (directory_fd, path) is to get, or runs `on_refusal`. Stack only. */
+#define PREPARE_EXEC(directory_fd, path, envp, use, on_refusal)                                   \
+    char *adjusted_[count_entries(envp) + 2];                                                     \
+    char preload_[4096];                                                                          \
+    char *const *use;                                                                             \
+    if (prepare_exec(directory_fd, path, envp, adjusted_, preload_, sizeof preload_, &use) != 0) \
+    on_refusal
+
+static int refused(void) {
+    errno = EACCES;
+    return -1;
+}
+
+TC_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
+    PREPARE_EXEC(AT_FDCWD, path, envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execve, path, argv, use));
+}
+
+TC_EXPORT int execveat(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags) {
+    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags));
+}
+
+TC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
+    PREPARE_EXEC(fd, "", envp, use, return refused());
+    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, fd, "", argv, use, AT_EMPTY_PATH));
+}
+
+TC_EXPORT int execv(const char *path, char *const argv[]) { return execve(path, argv, environ); }
+
+/* A file the kernel would not run (no #!, not ELF) is a shell script, as glibc's exec*p treat it. */
+static void execute_as_script(const char *path, char *const argv[], char *const envp[]) {
+    int count = 0;
+    while (argv[count]) count++;
+    char *script_argv[count + 3];
+    script_argv[0] = (char *)"/bin/sh";
+    script_argv[1] = (char *)path;
+    for (int i = 1; i < count; i++) script_argv[i + 1] = argv[i];
+    script_argv[count > 0 ? count + 1 : 2] = NULL;
+    execve("/bin/sh", script_argv, envp);
+}
+
+TC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    if (!*file) {
+        errno = ENOENT;
+        return -1;
+    }
+    if (strchr(file, '/')) {
+        execve(file, argv, envp);
+        if (errno == ENOEXEC) execute_as_script(file, argv, envp);
+        return -1;
+    }
+    const char *search = getenv("PATH");
+    if (!search) search = "/bin:/usr/bin";
+    size_t file_length = strnlen(file, NAME_MAX + 1);
+    if (file_length > NAME_MAX) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int saw_eacces = 0;
+    for (const char *directory = search;; directory++) {
+        const char *end = strchrnul(directory, ':');
+        size_t length = (size_t)(end - directory);
+        char candidate[PATH_MAX];
+        if (length + file_length + 2 <= sizeof candidate) {
+            size_t at = 0;
+            if (length) {
+                memcpy(candidate, directory, length);
+                candidate[length] = '/';
+                at = length + 1;
+            }
+            memcpy(candidate + at, file, file_length + 1);
+            execve(candidate, argv, envp);
+            switch (errno) {
+            case EACCES: saw_eacces = 1; break;
+            case ENOEXEC: execute_as_script(candidate, argv, envp); break;
+            case ENOENT: case ESTALE: case ENOTDIR: case ENODEV: case ETIMEDOUT: break;
+            default: return -1;
+            }
+        }
+        directory = end;
+        if (!*end) break;
+    }
+    errno = saw_eacces ? EACCES : ENOENT;
+    return -1;
+}
+
+TC_EXPORT int execvp(const char *file, char *const argv[]) { return execvpe(file, argv, environ); }
+
+/* The execl* family: the variable arguments, collected into an argv on the stack. */
+#define COLLECT_ARGUMENTS(first, after)                                   \
+    int count = 1;                                                        \
+    va_list counting;                                                     \
+    va_start(counting, first);                                            \
+    while (va_arg(counting, char *)) count++;                             \
+    va_end(counting);                                                     \
+    char *argv[count + 1];                                                \
+    argv[0] = (char *)first;                                              \
+    va_list arguments;                                                    \
+    va_start(arguments, first);                                           \
+    for (int i = 1; i <= count; i++) argv[i] = va_arg(arguments, char *); \
+    after;                                                                \
+    va_end(arguments)
+
+TC_EXPORT int execl(const char *path, const char *arg, ...) {
+    COLLECT_ARGUMENTS(arg, (void)0);
+    return execve(path, argv, environ);
+}
+
+TC_EXPORT int execlp(const char *file, const char *arg, ...) {
+    COLLECT_ARGUMENTS(arg, (void)0);
+    return execvpe(file, argv, environ);
+}
+
+TC_EXPORT int execle(const char *path, const char *arg, ...) {
+    char *const *envp;
+    COLLECT_ARGUMENTS(arg, envp = va_arg(arguments, char *const *));
+    return execve(path, argv, envp);
+}
+
+/* ---- posix_spawn: checked here, then glibc's own ---- */
+
+typedef int spawn_function(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                           char *const[], char *const[]);
+
+static spawn_function *real_spawn(const char *name, spawn_function **cache) {
+    spawn_function *function = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (!function) {
+        function = (spawn_function *)dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, function, __ATOMIC_RELEASE);
+    }
+    return function;
+}
+
+TC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                          const posix_spawnattr_t *attributes, char *const argv[], char *const envp[]) {
+    static spawn_function *real;
+    PREPARE_EXEC(AT_FDCWD, path, envp, use, return EACCES);
+    spawn_function *function = real_spawn("posix_spawn", &real);
+    return function ? function(pid, path, actions, attributes, argv, use) : ENOSYS;
+}
+
+TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                           const posix_spawnattr_t *attributes, char *const argv[], char *const envp[]) {
+    static spawn_function *real;
+    /* The program glibc would start: FILE itself, or the first executable regular file on the caller's PATH. */
+    char candidate[PATH_MAX];
+    const char *program = file;
+    if (!strchr(file, '/') && *file) {
+        program = "";  /* not found: nothing to inspect, glibc fails with ENOENT */
+        const char *search = getenv("PATH");
+        if (!search) search = "/bin:/usr/bin";
+        size_t file_length = strlen(file);
+        for (const char *directory = search;; directory++) {
+            const char *end = strchrnul(directory, ':');
+            size_t length = (size_t)(end - directory);
+            if (length + file_length + 2 <= sizeof candidate) {
+                size_t at = 0;
+                if (length) {
+                    memcpy(candidate, directory, length);
+                    candidate[length] = '/';
+                    at = length + 1;
+                }
+                memcpy(candidate + at, file, file_length + 1);
+                if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, candidate, X_OK) == 0) {
+                    program = candidate;
+                    break;
+                }
+            }
+            directory = end;
+            if (!*end) break;
+        }
+    }
+    PREPARE_EXEC(AT_FDCWD, program, envp, use, return EACCES);
+    spawn_function *function = real_spawn("posix_spawnp", &real);
+    return function ? function(pid, file, actions, attributes, argv, use) : ENOSYS;
+}

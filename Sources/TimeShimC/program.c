@@ -1,0 +1,215 @@
+/*
+ * What kind of program an exec would start (timectl_program.h). Reads only
+ * the ELF headers it needs, with pread on the caller's stack.
+ */
+#define _GNU_SOURCE
+#include "timectl_program.h"
+#include "timectl_realclock.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#endif
+
+#define MAX_SCRIPT_DEPTH 4
+#define MAX_LOADS 16
+#define MAX_NOTES 8
+
+static void copy_text(char *target, unsigned capacity, const char *source, unsigned length) {
+    unsigned i = 0;
+    for (; i + 1 < capacity && i < length && source[i]; i++) target[i] = source[i];
+    target[i] = 0;
+}
+
+static int starts_with(const char *text, const char *prefix) {
+    for (; *prefix; text++, prefix++)
+        if (*text != *prefix) return 0;
+    return 1;
+}
+
+static long read_at(int fd, void *buffer, unsigned long size, uint64_t offset) {
+    long got;
+    while ((got = tc_raw_syscall(SYS_pread64, fd, buffer, size, offset)) == -EINTR) {}
+    return got < 0 ? 0 : got;
+}
+
+static uint16_t u16(const unsigned char *at) { return (uint16_t)(at[0] | at[1] << 8); }
+static uint32_t u32(const unsigned char *at) { return (uint32_t)u16(at) | (uint32_t)u16(at + 2) << 16; }
+static uint64_t u64(const unsigned char *at) { return (uint64_t)u32(at) | (uint64_t)u32(at + 4) << 32; }
+
+const char *tc_program_problem(enum tc_program_kind kind) {
+    switch (kind) {
+    case TC_PROGRAM_STATIC: return "statically linked, so LD_PRELOAD cannot load the shim into it";
+    case TC_PROGRAM_GO: return "a Go program, and Go reads clocks and waits without libc where the shim cannot see it";
+    case TC_PROGRAM_SETID: return "setuid/setgid to another user or group, and the kernel drops LD_PRELOAD for it";
+    case TC_PROGRAM_FOREIGN: return "not a 64-bit program of this machine's kind, so the shim cannot load into it";
+    default: return 0;
+    }
+}
+
+/* Whether a PT_NOTE segment holds a note owned by "Go" (the Go toolchain's build id, type 4). */
+static int notes_owned_by_go(int fd, uint64_t offset, uint64_t size) {
+    unsigned char notes[4096];
+    long length = read_at(fd, notes, size < sizeof notes ? size : sizeof notes, offset);
+    for (long at = 0; at + 12 <= length;) {
+        uint32_t name_size = u32(notes + at), desc_size = u32(notes + at + 4);
+        const unsigned char *name = notes + at + 12;
+        if ((name_size == 3 || name_size == 4) && (unsigned long)at + 12 + name_size <= (unsigned long)length && name[0] == 'G' &&
+            name[1] == 'o' && name[2] == 0)
+            return 1;
+        at += 12 + (((uint64_t)name_size + 3) & ~3ull) + (((uint64_t)desc_size + 3) & ~3ull);
+    }
+    return 0;
+}
+
+static int is_sanitizer_runtime(const char *name, int *weak) {
+    static const char *const primary[] = {"libasan.so", "libtsan.so", "libhwasan.so", "liblsan.so",
+                                          "libclang_rt.asan", "libclang_rt.tsan", "libclang_rt.hwasan",
+                                          "libclang_rt.lsan", 0};
+    for (int i = 0; primary[i]; i++)
+        if (starts_with(name, primary[i])) return (*weak = 0, 1);
+    if (starts_with(name, "libubsan.so") || starts_with(name, "libclang_rt.ubsan")) return (*weak = 1, 1);
+    return 0;
+}
+
+/* DT_NEEDED names, through DT_STRTAB mapped back to a file offset by the PT_LOADs. */
+static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, const uint64_t loads[][3],
+                        int load_count, struct tc_program *program) {
+    uint64_t needed[TC_PROGRAM_MAX_NEEDED];
+    int count = 0;
+    uint64_t string_table = 0, soname = 0;
+    int has_soname = 0;
+    unsigned char entries[4096];
+    int done = 0;
+    for (uint64_t at = 0; at < dynamic_size && !done; at += sizeof entries) {
+        uint64_t want = dynamic_size - at < sizeof entries ? dynamic_size - at : sizeof entries;
+        long got = read_at(fd, entries, want, dynamic_offset + at);
+        if (got < 16) break;
+        for (long i = 0; i + 16 <= got; i += 16) {
+            uint64_t tag = u64(entries + i), value = u64(entries + i + 8);
+            if (tag == DT_NULL) { done = 1; break; }
+            if (tag == DT_NEEDED && count < TC_PROGRAM_MAX_NEEDED) needed[count++] = value;
+            if (tag == DT_STRTAB) string_table = value;
+            if (tag == DT_SONAME) soname = value, has_soname = 1;
+        }
+    }
+    if (!string_table) return;
+    uint64_t table_offset = 0;
+    int found = 0;
+    for (int i = 0; i < load_count && !found; i++)
+        if (string_table >= loads[i][0] && string_table < loads[i][0] + loads[i][2]) {
+            table_offset = string_table - loads[i][0] + loads[i][1];
+            found = 1;
+        }
+    if (!found) return;
+    if (has_soname) {
+        char name[64];
+        long got = read_at(fd, name, sizeof name - 1, table_offset + soname);
+        name[got] = 0;
+        /* The dynamic loader run as a command (`ld-linux-x86-64.so.2 ./program`) loads LD_PRELOAD as usual. */
+        program->is_dynamic_loader = starts_with(name, "ld-linux");
+    }
+    int weak_sanitizer = 0;
+    for (int i = 0; i < count; i++) {
+        char name[64];
+        long got = read_at(fd, name, sizeof name - 1, table_offset + needed[i]);
+        name[got] = 0;
+        copy_text(program->needed[program->needed_count++], 64, name, sizeof name);
+        int weak;
+        if (is_sanitizer_runtime(name, &weak) && (!program->sanitizer_runtime[0] || (weak_sanitizer && !weak))) {
+            copy_text(program->sanitizer_runtime, sizeof program->sanitizer_runtime, name, sizeof name);
+            weak_sanitizer = weak;
+        }
+    }
+}
+
+static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, long length, struct tc_program *program) {
+    if (length < 64 || header[EI_CLASS] != ELFCLASS64 || header[EI_DATA] != ELFDATA2LSB) return TC_PROGRAM_FOREIGN;
+#ifdef NATIVE_MACHINE
+    if (u16(header + 0x12) != NATIVE_MACHINE) return TC_PROGRAM_FOREIGN;
+#endif
+    uint64_t table = u64(header + 0x20);
+    unsigned entry_size = u16(header + 0x36), entries = u16(header + 0x38);
+    if (entry_size < sizeof(Elf64_Phdr)) return TC_PROGRAM_NOT_INSPECTED;
+    int has_interpreter = 0, is_go = 0, load_count = 0;
+    uint64_t loads[MAX_LOADS][3];  /* vaddr, offset, file size */
+    uint64_t dynamic_offset = 0, dynamic_size = 0;
+    unsigned char headers[4096];
+    unsigned per_read = sizeof headers / entry_size;
+    for (unsigned first = 0; first < entries; first += per_read) {
+        unsigned count = entries - first < per_read ? entries - first : per_read;
+        long got = read_at(fd, headers, (unsigned long)count * entry_size, table + (uint64_t)first * entry_size);
+        for (unsigned i = 0; i < count && (long)((i + 1) * entry_size) <= got; i++) {
+            const unsigned char *phdr = headers + i * entry_size;
+            uint32_t type = u32(phdr);
+            uint64_t offset = u64(phdr + 8), vaddr = u64(phdr + 16), file_size = u64(phdr + 32);
+            if (type == PT_INTERP) has_interpreter = 1;
+            if (type == PT_DYNAMIC) dynamic_offset = offset, dynamic_size = file_size;
+            if (type == PT_LOAD && load_count < MAX_LOADS) {
+                loads[load_count][0] = vaddr, loads[load_count][1] = offset, loads[load_count][2] = file_size;
+                load_count++;
+            }
+            if (type == PT_NOTE && !is_go) is_go = notes_owned_by_go(fd, offset, file_size);
+        }
+    }
+    if (dynamic_size) read_needed(fd, dynamic_offset, dynamic_size, (const uint64_t(*)[3])loads, load_count, program);
+    if (is_go) return TC_PROGRAM_GO;
+    if (!has_interpreter && !program->is_dynamic_loader) return TC_PROGRAM_STATIC;
+    return TC_PROGRAM_CONTROLLABLE;
+}
+
+void tc_program_inspect(int directory_fd, const char *path, struct tc_program *program) {
+    program->kind = TC_PROGRAM_NOT_INSPECTED;
+    program->sanitizer_runtime[0] = 0;
+    program->needed_count = 0;
+    program->is_dynamic_loader = 0;
+    copy_text(program->decided_on, sizeof program->decided_on, path, ~0u);
+    char interpreter[256];
+    for (int depth = 0; depth <= MAX_SCRIPT_DEPTH; depth++) {
+        long fd;
+        int owned = 1;
+        if (path[0] == 0) {
+            fd = directory_fd;
+            owned = 0;
+        } else {
+            fd = tc_raw_syscall(SYS_openat, directory_fd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+            if (fd < 0) return;
+        }
+        struct stat info;
+        unsigned char header[256];
+        long length = 0;
+        if (tc_raw_syscall(SYS_fstat, fd, &info) == 0 && S_ISREG(info.st_mode))
+            length = read_at((int)fd, header, sizeof header, 0);
+        enum tc_program_kind kind = TC_PROGRAM_NOT_INSPECTED;
+        int script = length >= 2 && header[0] == '#' && header[1] == '!';
+        if (!script && length >= 4 && header[0] == 0x7F && header[1] == 'E' && header[2] == 'L' && header[3] == 'F') {
+            if (((info.st_mode & S_ISUID) && info.st_uid != (uid_t)tc_raw_syscall(SYS_geteuid, 0)) ||
+                ((info.st_mode & S_ISGID) && info.st_gid != (gid_t)tc_raw_syscall(SYS_getegid, 0)))
+                kind = TC_PROGRAM_SETID;
+            else
+                kind = inspect_elf((int)fd, header, length, program);
+        }
+        if (owned) tc_raw_syscall(SYS_close, fd);
+        if (!script) {
+            program->kind = kind;
+            return;
+        }
+        /* "#!" [blanks] interpreter [blanks argument] */
+        long at = 2;
+        while (at < length && (header[at] == ' ' || header[at] == '\t')) at++;
+        long start = at;
+        while (at < length && header[at] != ' ' && header[at] != '\t' && header[at] != '\n' && header[at] != 0) at++;
+        if (at == start) return;
+        copy_text(interpreter, sizeof interpreter, (const char *)header + start, (unsigned)(at - start));
+        copy_text(program->decided_on, sizeof program->decided_on, interpreter, ~0u);
+        path = interpreter;
+        directory_fd = AT_FDCWD;
+    }
+}

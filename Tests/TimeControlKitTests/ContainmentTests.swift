@@ -1,0 +1,254 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// SPEC §4: nothing is left behind. Stopping `timectl run` ends the tree it
+/// started, killing timectl does too (through its guardian), and what a
+/// command leaves running when it exits is reported or ended.
+@Suite("Containment: no process is left behind", .serialized)
+struct LeftoverProcessTests {
+    /// Kills whatever the test saw attached, so that a failure leaves nothing running.
+    final class Reaper: @unchecked Sendable {
+        var pids: Set<Int32> = []
+        deinit { for pid in pids { kill(pid, SIGKILL) } }
+    }
+
+    /// Runs `timectl ARGUMENTS…` to its end with output to files, through a
+    /// plain posix_spawn: Foundation's Process does not see its child exit
+    /// while a process it left behind holds a descriptor Foundation gave it.
+    func runLeavingProcesses(_ sandbox: Sandbox, _ arguments: [String], guardSeconds: Double = 60) throws -> ProcessResult {
+        let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-run-XXXXXX")).map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, scratch + "/out", O_WRONLY | O_CREAT, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, scratch + "/err", O_WRONLY | O_CREAT, 0o600)
+        let argv = ([Build.timectl] + arguments).map { strdup($0) } + [nil]
+        let envp = sandbox.environmentEntries.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        try #require(posix_spawn(&pid, Build.timectl, &actions, nil, argv, envp) == 0)
+        let finished = hasExited(pid, within: guardSeconds)
+        if !finished { kill(pid, SIGKILL) }
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
+        return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
+    }
+
+    /// `timectl run -- sh -c 'sleep 100 & sleep 100 & wait'`, once sh and both sleeps are attached.
+    func startTree(_ sandbox: Sandbox, _ session: TimeSession, reaper: Reaper) throws -> Process {
+        let process = try sandbox.startAttached(session: "tree", ["sh", "-c", "sleep 100 & sleep 100 & wait"])
+        let attached = sandbox.waitForAttached(session) { $0.filter { $0.command == "sleep" }.count == 2 }
+        reaper.pids.formUnion(attached.map(\.pid))
+        try #require(attached.filter { $0.command == "sleep" }.count == 2, "attached: \(attached)")
+        return process
+    }
+
+    @Test("a stop signal to timectl run ends the whole tree", arguments: [SIGTERM, SIGINT, SIGHUP])
+    func stopSignalEndsTree(signal: Int32) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("tree")
+        let reaper = Reaper()
+        let process = try startTree(sandbox, session, reaper: reaper)
+        defer { stop(process) }
+        kill(process.processIdentifier, signal)
+        #expect(hasExited(process.processIdentifier, within: 30))
+        let left = sandbox.waitForAttached(session, guardSeconds: 10) { $0.isEmpty }
+        #expect(left.isEmpty, "still attached after signal \(signal): \(left)")
+        #expect(try sandbox.timectl("--session", "tree", "status").stdout.contains("processes   none"))
+    }
+
+    @Test("when timectl is killed, its guardian kills the tree")
+    func killedTimectlLeavesNothing() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("tree")
+        let reaper = Reaper()
+        let process = try startTree(sandbox, session, reaper: reaper)
+        defer { stop(process) }
+        kill(process.processIdentifier, SIGKILL)
+        let left = sandbox.waitForAttached(session, guardSeconds: 10) { $0.isEmpty }
+        #expect(left.isEmpty, "still attached after SIGKILL of timectl: \(left)")
+    }
+
+    @Test("a process left running when the command exits is reported, and keeps running")
+    func leftoverIsReported() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("tree")
+        let reaper = Reaper()
+        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        let attached = session.attachedProcesses()
+        reaper.pids.formUnion(attached.map(\.pid))
+        #expect(result.status == 0, "\(result)")
+        let sleeper = try #require(attached.first { $0.command == "sleep" }, "attached: \(attached)")
+        #expect(result.stderr == "timectl: pid \(sleeper.pid) (sleep 100) is still running attached to the session; it keeps running (end it with 'kill \(sleeper.pid)', or run with --end-leftovers)\n")
+    }
+
+    @Test("--end-leftovers ends what the command leaves running", arguments: [[], ["--auto-advance"]])
+    func leftoverIsEnded(options: [String]) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("tree")
+        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--end-leftovers"] + options + ["--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr.isEmpty)
+        #expect(session.attachedProcesses().isEmpty)
+    }
+
+    @Test("under --auto-advance a leftover is ended by time or reported")
+    func autoAdvanceLeftover() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("tree")
+        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--auto-advance", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        #expect(result.status == 0, "\(result)")
+        for process in session.attachedProcesses() {
+            #expect(result.stderr.contains("pid \(process.pid) (sleep 100) is still running"), "\(result)")
+        }
+    }
+}
+
+/// SPEC §4: programs that bypass libc (Go, static) are refused wherever
+/// they start — as the command, or exec'd by an attached process — with one
+/// line naming the program and why; `--allow-uncontrolled` runs them on
+/// real time with a warning.
+@Suite("Containment: uncontrolled programs are refused wherever they start")
+struct UncontrolledProgramTests {
+    enum Kind: String, CaseIterable { case goDynamic, goStatic, cStatic }
+
+    /// The program, after checking that it is linked as its name says (so the test means what it says).
+    func program(_ kind: Kind) throws -> (path: String, problem: String) {
+        let path: String
+        switch kind {
+        case .goDynamic: path = try GoFixture.path("go_clock", linking: .dynamic)
+        case .goStatic: path = try GoFixture.path("go_clock", linking: .static)
+        case .cStatic: path = try CFixture.path("print_time_static", source: "print_time", flags: ["-static"])
+        }
+        let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
+        let dynamic = header.stdout.contains("INTERP")
+        try #require(dynamic == (kind == .goDynamic), "\(path) is not linked as expected: \(header.stdout)")
+        return (path, kind == .cStatic ? "statically linked" : "a Go program")
+    }
+
+    @Test("refused as the command", arguments: Kind.allCases)
+    func refusedAsCommand(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        let result = try sandbox.timectl("run", "--", path)
+        #expect(result.status == 125, "\(result)")
+        #expect(result.stdout.isEmpty, "the program did not run")
+        #expect(result.stderr == "timectl: cannot control \(path): \(path) is \(problem)" + result.stderr.dropFirst("timectl: cannot control \(path): \(path) is \(problem)".count))
+        #expect(result.stderr.contains("--allow-uncontrolled"))
+        #expect(result.stderr.split(separator: "\n").count == 1)
+    }
+
+    @Test("refused when an attached shell execs it", arguments: Kind.allCases)
+    func refusedFromShell(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        let result = try sandbox.timectl("run", "--", "sh", "-c", path)
+        #expect(result.status == 126, "\(result)")
+        #expect(result.stdout.isEmpty, "the program did not run")
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result)")  // the shim's line, then the shell's "Permission denied"
+        #expect(lines.first?.hasPrefix("timectl: sh[") == true)
+        #expect(lines.first?.contains("]: refusing to exec \(path): \(problem)") == true, "\(result)")
+        #expect(lines.first?.contains("TIMECTL_ALLOW_UNCONTROLLED=1") == true)
+        #expect(lines.last?.contains("Permission denied") == true)
+    }
+
+    @Test("refused when an attached program posix_spawns it, or execs it through PATH")
+    func refusedFromSpawnAndPath() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, _) = try program(.goStatic)
+        let directory = Attachment.parent(of: path)
+        let name = String(path.dropFirst(directory.count + 1))
+        let spawned = try sandbox.timectl("run", "--", "python3", "-c",
+                                          "import os, sys\ntry:\n os.posix_spawn(sys.argv[1], [sys.argv[1]], os.environ)\nexcept PermissionError: print('refused')", path)
+        #expect(spawned.stdout == "refused\n", "\(spawned)")
+        #expect(spawned.stderr.contains("refusing to exec \(path)"))
+        let searched = try sandbox.timectl(["run", "--", "env", "PATH=\(directory):/usr/bin:/bin", name])
+        #expect(searched.status == 126, "\(searched)")
+        #expect(searched.stdout.isEmpty)
+        #expect(searched.stderr.contains("timectl: env["))
+    }
+
+    @Test("the dynamic loader run as a command is not taken for a static program")
+    func dynamicLoaderAsCommand() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let loader = try #require(["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first { FileManager.default.fileExists(atPath: $0) })
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let result = try sandbox.timectl("run", "--", "sh", "-c", "\(loader) /bin/date +%s")
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "1451649600\n", "\(result)")
+    }
+
+    @Test("go run is refused: the go command is a Go program")
+    func goRunIsRefused() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        _ = try program(.goStatic)  // the toolchain is there
+        let result = try sandbox.timectl("run", "--", "sh", "-c", "go run /dev/null")
+        #expect(result.status == 126, "\(result)")
+        #expect(result.stderr.contains("refusing to exec"))
+        #expect(result.stderr.contains("a Go program"))
+    }
+
+    @Test("--allow-uncontrolled runs them on real time with a warning", arguments: Kind.allCases)
+    func allowedWithWarning(kind: Kind) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let (path, problem) = try program(kind)
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let direct = try sandbox.timectl("run", "--allow-uncontrolled", "--", path)
+        #expect(direct.status == 0, "\(direct)")
+        #expect(direct.stderr.hasPrefix("timectl: warning: \(path) runs on real time: \(path) is \(problem)"), "\(direct)")
+        let fromShell = try sandbox.timectl("run", "--allow-uncontrolled", "--", "sh", "-c", path)
+        #expect(fromShell.status == 0, "\(fromShell)")
+        #expect(fromShell.stderr.contains("]: warning: \(path) runs on real time: \(problem)"), "\(fromShell)")
+        let viaVariable = try sandbox.timectl(["run", "--", "sh", "-c", path], environment: ["TIMECTL_ALLOW_UNCONTROLLED": "1"])
+        #expect(viaVariable.status == 0, "\(viaVariable)")
+        for result in [direct, fromShell, viaVariable] {
+            // Real time, as warned: not the frozen session's 2016.
+            let printed = try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(result)")
+            #expect(abs(printed - Int(Date().timeIntervalSince1970)) < 600, "\(result)")
+        }
+    }
+}
+
+/// Programs built with sanitizers run attached with no extra options: the
+/// sanitizer runtime is preloaded before the shim (by `run`, and by the shim
+/// at every exec), and the runtime's interceptors reach the shim.
+@Suite("Containment: sanitizer-instrumented programs run attached")
+struct SanitizerProgramTests {
+    @Test("a sanitizer build reads the frozen session clock, as the command and from a shell", arguments: [
+        ("gcc-asan", "gcc", "-fsanitize=address"), ("gcc-tsan", "gcc", "-fsanitize=thread"),
+        ("gcc-ubsan", "gcc", "-fsanitize=undefined"), ("clang-asan", "clang", "-fsanitize=address"),
+    ])
+    func sanitizedProgramIsControlled(name: String, compiler: String, flag: String) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let program = try CFixture.path("print_time_\(name)", source: "print_time", compiler: compiler, flags: [flag])
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let direct = try sandbox.timectl("run", "--", program)
+        #expect(direct.status == 0, "\(direct)")
+        #expect(direct.stdout == "1451649600\n", "\(direct)")
+        let fromShell = try sandbox.timectl("run", "--", "sh", "-c", program)
+        #expect(fromShell.status == 0, "\(fromShell)")
+        #expect(fromShell.stdout == "1451649600\n", "\(fromShell)")
+        let fromPython = try sandbox.timectl("run", "--", "python3", "-c", "import subprocess, sys; subprocess.run([sys.argv[1]])", program)
+        #expect(fromPython.stdout == "1451649600\n", "\(fromPython)")
+    }
+}
