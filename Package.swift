@@ -13,6 +13,9 @@ let package = Package(
     products: [
         .executable(name: "timectl", targets: ["timectl"]),
         .library(name: "TimeControlKit", targets: ["TimeControlKit"]),
+        // The Swift Testing trait `.timeSession()` and the XCTest helper: a
+        // product of its own, so TimeControlKit itself never links Testing.
+        .library(name: "TimeControlKitTesting", targets: ["TimeControlKitTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -34,6 +37,10 @@ let package = Package(
                 "TimeShimC",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        .target(
+            name: "TimeControlKitTesting",
+            dependencies: ["TimeControlKit"]
         ),
         .executableTarget(
             name: "timectl",
@@ -61,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TimeControlKitTests",
-            dependencies: ["TimeControlKit"],
+            dependencies: ["TimeControlKit", "TimeControlKitTesting"],
             exclude: []
         ),
     ]

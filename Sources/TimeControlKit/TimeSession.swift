@@ -44,12 +44,27 @@ public final class TimeSession: Sendable {
 
     deinit {
         sleeper.stop()
-        guard isTemporary else { return }
+        end()
+    }
+
+    /// The session of the running test, given by the `.timeSession()` trait
+    /// of `TimeControlKitTesting` (Swift Testing); nil outside such a test.
+    /// Child tasks see it too; an unstructured `Task.detached` does not.
+    @TaskLocal public static var current: TimeSession?
+
+    /// Ends a temporary session now rather than when the object is released:
+    /// the processes it spawned and every process attached to it are
+    /// killed and its segment is removed. Does nothing for a named session
+    /// or a second time.
+    public func end() {
+        guard isTemporary, !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
         for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
         mapping.markRemoved()
         unlink(segmentPath)
     }
+
+    private let ended = Atomic<Bool>(false)
 
     /// A new private session, named `tmp-PID-N-XXXX`, created at real time
     /// and, with `date`, frozen there. Parallel tests each take their own.
