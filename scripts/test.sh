@@ -4,7 +4,8 @@
 # under ASan/UBSan and TSan, builds the documentation (warnings fail), runs
 # a throw-away package that depends on this one under plain `swift test`,
 # then builds the release build and checks timectl installed into a
-# temporary prefix (man page, completions, a command run attached).
+# temporary prefix (man page, completions, a command run attached) and the
+# Debian package (contents, lintian, an unpacked copy run attached).
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,3 +16,4 @@ scripts/docs.sh >/dev/null
 scripts/test-as-dependency.sh
 scripts/build.sh -c release
 scripts/test-install.sh
+scripts/test-package-deb.sh
