@@ -15,11 +15,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "test-as-dependency.sh: FAILED: $*" >&2; exit 1; }
 
-identity=$(basename "$root" | tr '[:upper:]' '[:lower:]')
+# SwiftPM clones a file:// URL only from a directory with a .git directory
+# (not a worktree's .git file): a fresh clone of HEAD is that, and holds no build.
 if [ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ] && revision=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
-    dependency=".package(url: \"file://$root\", revision: \"$revision\")"
+    git clone -q --no-checkout "$root" "$work/timectl"
+    dependency=".package(url: \"file://$work/timectl\", revision: \"$revision\")"
+    identity=timectl
 else
     dependency=".package(path: \"$root\")"
+    identity=$(basename "$root" | tr '[:upper:]' '[:lower:]')
 fi
 echo "test-as-dependency.sh: a package with $dependency"
 
