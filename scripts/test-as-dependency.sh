@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Checks that TimeControlKit works as someone else's dependency with plain
 # `swift test` and nothing else: makes a throw-away package in a temporary
-# directory that depends on this repository — by URL (file://, at HEAD) when
-# the work tree is clean, which is how SwiftPM treats a package fetched from
-# GitHub (it refuses unsafeFlags there), else by path — and runs its tests:
+# directory that depends on this repository — by URL (file://, HEAD tagged
+# with the version) when the work tree is clean, as a package fetched from
+# GitHub by version, else by path — and runs its tests:
 # the README's harness example, the `.timeSession()` trait with parameterised
 # cases in parallel, `TimeSession.current == nil` without it, and the XCTest
 # helper. The shim must come from nowhere but the dependency's sources,
@@ -16,10 +16,15 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "test-as-dependency.sh: FAILED: $*" >&2; exit 1; }
 
 # SwiftPM clones a file:// URL only from a directory with a .git directory
-# (not a worktree's .git file): a fresh clone of HEAD is that, and holds no build.
-if [ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ] && revision=$(git -C "$root" rev-parse HEAD 2>/dev/null); then
-    git clone -q --no-checkout "$root" "$work/timectl"
-    dependency=".package(url: \"file://$work/timectl\", revision: \"$revision\")"
+# (not a worktree's .git file): a fresh clone of HEAD is that, and holds no
+# build. It is tagged with the version and required at exactly that version,
+# as a release would be: SwiftPM refuses unsafeFlags only in a dependency
+# required by version (not by path, branch or revision).
+if [ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ] && git -C "$root" rev-parse -q --verify HEAD >/dev/null; then
+    version=$(sed -n 's/.*timectlVersion = "\(.*\)".*/\1/p' "$root/Sources/timectl/Version.swift")
+    git clone -q "$root" "$work/timectl"
+    git -C "$work/timectl" tag -f "$version" >/dev/null
+    dependency=".package(url: \"file://$work/timectl\", exact: \"$version\")"
     identity=timectl
 else
     dependency=".package(path: \"$root\")"
