@@ -5,8 +5,9 @@
 # with the version) when the work tree is clean, as a package fetched from
 # GitHub by version, else by path — and runs its tests:
 # the README's harness example, the `.timeSession()` trait with parameterised
-# cases in parallel, `TimeSession.current == nil` without it, and the XCTest
-# helper. The shim must come from nowhere but the dependency's sources,
+# cases in parallel, `TimeSession.current == nil` without it, the XCTest
+# helper, and a temporary session still held when the test process exits
+# (it must be ended then: no segment, no process left). The shim must come from nowhere but the dependency's sources,
 # built into an empty per-user cache; the test then checks that copy.
 #   scripts/test-as-dependency.sh
 set -euo pipefail
@@ -52,10 +53,13 @@ let package = Package(
 MANIFEST
 cat > "$consumer/Tests/ConsumerTests/ConsumerTests.swift" <<'SWIFT'
 import Foundation
+import Synchronization
 import Testing
 import TimeControlKit
 import TimeControlKitTesting
 import XCTest
+
+let keptUntilExit = Mutex<[AnyObject]>([])
 
 // The README's harness example, unchanged.
 @Test func workerAndTestShareOneTimeline() async throws {
@@ -86,6 +90,12 @@ struct TraitTests {
     #expect(TimeSession.current == nil)
 }
 
+@Test func sessionHeldUntilTheProcessExits() throws {
+    let session = try TimeSession.temporary()
+    let sleeper = try session.spawn("sleep", ["86399.25"])
+    keptUntilExit.withLock { $0 += [session, sleeper] }
+}
+
 final class XCTestHelperTests: XCTestCase {
     func testFrozenDate() async throws {
         let session = try TimeSession.temporary(frozenAt: Date(timeIntervalSince1970: 1_451_649_600), for: self)
@@ -104,7 +114,7 @@ mkdir -m 0700 "$work/sessions"
 env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION \
     XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" \
     swift test --skip-build >"$work/test.log" 2>&1 || fail "swift test: $(tail -40 "$work/test.log")"
-grep -q "Test run with 3 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
+grep -q "Test run with 4 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
 grep -q "Executed 1 test, with 0 failures" "$work/test.log" || fail "the XCTest case did not run: $(tail -20 "$work/test.log")"
 
 shims=("$work"/cache/timectl/shim-*/libTimeShim.so)
@@ -112,4 +122,9 @@ shims=("$work"/cache/timectl/shim-*/libTimeShim.so)
 needed=$(readelf -d "${shims[0]}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 [ "$needed" = libc.so.6 ] || fail "the built shim needs $needed"
 [ -z "$(ls -A "$work/sessions")" ] || fail "sessions left behind: $(ls -A "$work/sessions")"
+left=$(pgrep -f "sleep 86399.25" || true)
+if [ -n "$left" ]; then
+    kill $left 2>/dev/null || true
+    fail "the sleep spawned from a session held until exit is still running (pid $left)"
+fi
 echo "test-as-dependency.sh: passed"
