@@ -13,6 +13,9 @@ let package = Package(
     products: [
         .executable(name: "timectl", targets: ["timectl"]),
         .library(name: "TimeControlKit", targets: ["TimeControlKit"]),
+        // The Swift Testing trait `.timeSession()` and the XCTest helper: a
+        // product of its own, so TimeControlKit itself never links Testing.
+        .library(name: "TimeControlKitTesting", targets: ["TimeControlKitTesting"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -24,8 +27,9 @@ let package = Package(
         .target(
             name: "TimeShimC",
             path: "Sources/TimeShimC",
-            exclude: ["interpose"],
-            cSettings: [.unsafeFlags(["-Wall", "-Wextra"])]
+            // No unsafeFlags: SwiftPM refuses them in a dependency. scripts/build-shim.sh
+            // compiles this part with -Wall -Wextra -Werror too.
+            exclude: ["interpose", "shim-cc-arguments"]
         ),
         .target(
             name: "TimeControlKit",
@@ -33,6 +37,10 @@ let package = Package(
                 "TimeShimC",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
+        ),
+        .target(
+            name: "TimeControlKitTesting",
+            dependencies: ["TimeControlKit"]
         ),
         .executableTarget(
             name: "timectl",
@@ -60,7 +68,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TimeControlKitTests",
-            dependencies: ["TimeControlKit"],
+            dependencies: ["TimeControlKit", "TimeControlKitTesting"],
             exclude: []
         ),
     ]

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Compiles libTimeShim.so with the C compiler alone: it must need nothing
 # but libc, so SwiftPM (which links in the Swift runtime) cannot build it.
+# The compiler's arguments are Sources/TimeShimC/shim-cc-arguments, which
+# TimeControlKit also reads when it builds the shim for a package that
+# depends on it; here warnings are errors besides.
 #   scripts/build-shim.sh OUTPUT [EXTRA_CFLAGS...]
 set -euo pipefail
 if [ $# -lt 1 ]; then
@@ -13,14 +16,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 src=$root/Sources/TimeShimC
 cc=${CC:-cc}
 mkdir -p "$(dirname "$output")"
-# The shared core (realclock.c, segment.c, trace.c, program.c) and the interposers; controller.c
-# marks controllers and must never be part of the shim.
-"$cc" -shared -fPIC -O2 -g -std=gnu11 -Wall -Wextra -Werror \
-    -fvisibility=hidden -fno-strict-aliasing \
-    -Wl,-z,now -Wl,-z,relro -Wl,--no-undefined -Wl,--as-needed \
-    -I "$src/include" \
-    "$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src/program.c" "$src"/interpose/*.c \
-    "$@" -o "$output.tmp.$$"
+output=$(cd "$(dirname "$output")" && pwd)/$(basename "$output")
+# The arguments file's relative paths and DIR/*.c globs resolve in $src.
+mapfile -t arguments < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/shim-cc-arguments")
+(cd "$src" && shopt -s failglob && "$cc" ${arguments[@]} -Werror "$@" -o "$output.tmp.$$")
 mv -f "$output.tmp.$$" "$output"
 # Anything beyond libc here would load into every controlled program.
 extra=$(readelf -d "$output" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' \
@@ -29,3 +28,7 @@ if [ -n "$extra" ]; then
     echo "build-shim.sh: $output needs more than libc: $extra" >&2
     exit 1
 fi
+# The part SwiftPM compiles (the shared core above, and controller.c) gets
+# the same warnings here: a package's unsafeFlags would make TimeControlKit
+# unusable as a dependency.
+"$cc" -fsyntax-only -std=gnu11 -Wall -Wextra -Werror -I "$src/include" "$src/controller.c"

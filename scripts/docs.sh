@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds the DocC documentation of TimeControlKit, failing on any warning
-# (a symbol link that no longer matches the code, an undocumented parameter).
+# Builds the DocC documentation of TimeControlKit and of TimeControlKitTesting
+# (its test trait and XCTest helper; in OUTPUT_DIRECTORY/TimeControlKitTesting),
+# failing on any warning (a symbol link that no longer matches the code, an
+# undocumented parameter).
 #   scripts/docs.sh [OUTPUT_DIRECTORY]      (default .build/docs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,4 +10,7 @@ output=${1:-.build/docs}
 mkdir -p "$output"
 swift package --allow-writing-to-directory "$output" generate-documentation \
     --target TimeControlKit --output-path "$output" --warnings-as-errors
+mkdir -p "$output/TimeControlKitTesting"
+swift package --allow-writing-to-directory "$output/TimeControlKitTesting" generate-documentation \
+    --target TimeControlKitTesting --output-path "$output/TimeControlKitTesting" --warnings-as-errors
 echo "documentation in $output (open it with: swift package --disable-sandbox preview-documentation --target TimeControlKit)"

@@ -10,7 +10,10 @@ src=$root/Sources/TimeShimC
 cc=${CC:-gcc}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-sources=("$src/realclock.c" "$src/segment.c" "$src/trace.c" "$src/program.c" "$src"/interpose/*.c "$root/Tests/ShimC/shim_test.c")
+# The shim's sources are those its build compiles (shim-cc-arguments: the lines that are not flags).
+sources=($(cd "$src" && sed -e 's/#.*//' -e '/^[[:space:]]*-/d' -e '/^[[:space:]]*$/d' shim-cc-arguments | while read -r pattern; do
+    for file in $pattern; do echo "$src/$file"; done
+done) "$root/Tests/ShimC/shim_test.c")
 common=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -I "$src/include" -pthread)
 
 echo "== shim tests, no sanitizer"

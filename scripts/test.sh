@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The test command (README, CI): builds the package and the shim (debug),
 # runs the Swift test suites with `swift test`, then the shim's own C tests
-# under ASan/UBSan and TSan, then builds the documentation (warnings fail).
+# under ASan/UBSan and TSan, builds the documentation (warnings fail), runs
+# a throw-away package that depends on this one under plain `swift test`,
+# then builds the release build and checks timectl installed into a
+# temporary prefix (man page, completions, a command run attached) and the
+# Debian package (contents, lintian, an unpacked copy run attached).
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,3 +13,7 @@ scripts/build.sh -c debug
 swift test "$@"
 scripts/test-shim-sanitizers.sh
 scripts/docs.sh >/dev/null
+scripts/test-as-dependency.sh
+scripts/build.sh -c release
+scripts/test-install.sh
+scripts/test-package-deb.sh

@@ -62,9 +62,13 @@ public struct Attachment: Sendable, Hashable {
     // MARK: Finding the shim
 
     /// Finds `libTimeShim.so`: `$TIMECTL_SHIM` if set, else next to the
-    /// running executable, else in `../lib` relative to it. The file must be
-    /// a 64-bit shared library that needs nothing but libc, so a copy linked
-    /// with the Swift runtime is never preloaded.
+    /// running executable (this repository's builds), else in `../lib` or
+    /// `../lib/timectl` relative to it (an installed timectl, the Debian
+    /// package), else the copy built from the shim's sources into the
+    /// user's cache (a package that depends on TimeControlKit builds it on
+    /// first use). The file must be a 64-bit shared library that needs
+    /// nothing but libc, so a copy linked with the Swift runtime is never
+    /// preloaded.
     public static func locateShim(environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) -> String {
         if let explicit = environment("TIMECTL_SHIM"), !explicit.isEmpty {
             guard access(explicit, R_OK) == 0 else {
@@ -75,11 +79,13 @@ public struct Attachment: Sendable, Hashable {
             return absolute
         }
         let directory = executableDirectory()
-        let candidates = [directory + "/libTimeShim.so", parent(of: directory) + "/lib/libTimeShim.so"]
+        let prefix = parent(of: directory)
+        let candidates = [directory + "/libTimeShim.so", prefix + "/lib/libTimeShim.so", prefix + "/lib/timectl/libTimeShim.so"]
         for candidate in candidates where access(candidate, R_OK) == 0 {
             try verifyShim(candidate)
             return candidate
         }
+        if let built = try ShimBuild.shim(environment: environment) { return built }
         throw .shimNotFound(searched: candidates + ["$TIMECTL_SHIM"])
     }
 

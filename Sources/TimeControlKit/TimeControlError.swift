@@ -22,6 +22,9 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case unsafeSessionDirectory(path: String, problem: String)
     /// `libTimeShim.so` was not found in any of the places searched.
     case shimNotFound(searched: [String])
+    /// No `libTimeShim.so` was installed, and building one from the
+    /// shim's sources (``Attachment/locateShim(environment:)``) failed.
+    case shimBuildFailed(source: String, problem: String)
     /// A `libTimeShim.so` was found but cannot be used.
     case shimUnusable(path: String, problem: String)
     /// `session remove` without `--force` while processes are attached.
@@ -75,6 +78,8 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "session directory \(path) \(problem); it must be a directory owned by you with mode 0700"
         case .shimNotFound(let searched):
             return "libTimeShim.so not found (looked in \(searched.joined(separator: ", "))); build it with scripts/build.sh or set TIMECTL_SHIM"
+        case .shimBuildFailed(let source, let problem):
+            return "libTimeShim.so is not installed and cannot be built from \(source): \(problem)"
         case .shimUnusable(let path, let problem):
             return "cannot use shim \(path): \(problem)"
         case .sessionInUse(let name, let pids):

@@ -44,12 +44,30 @@ public final class TimeSession: Sendable {
 
     deinit {
         sleeper.stop()
-        guard isTemporary else { return }
+        end()
+    }
+
+    /// The session of the running test, given by the `.timeSession()` trait
+    /// of `TimeControlKitTesting` (Swift Testing); nil outside such a test.
+    /// Child tasks see it too; an unstructured `Task.detached` does not.
+    @TaskLocal public static var current: TimeSession?
+
+    /// Ends a temporary session now rather than when the object is released:
+    /// the processes it spawned and every process attached to it are
+    /// killed and its segment is removed. Does nothing for a named session
+    /// or a second time. A temporary session still alive when the process
+    /// exits (a test runner exits as soon as the last test returns, while a
+    /// process handle may still hold the session) is ended then.
+    public func end() {
+        guard isTemporary, !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        _ = Self.liveTemporary.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
         for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
         for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
         mapping.markRemoved()
         unlink(segmentPath)
     }
+
+    private let ended = Atomic<Bool>(false)
 
     /// A new private session, named `tmp-PID-N-XXXX`, created at real time
     /// and, with `date`, frozen there. Parallel tests each take their own.
@@ -58,11 +76,28 @@ public final class TimeSession: Sendable {
         let serial = temporarySerial.add(1, ordering: .relaxed).newValue
         let name = "tmp-\(getpid())-\(serial)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
         let session = try openOrCreate(named: name, in: directory, mustCreate: true, isTemporary: true)
+        _ = endAtExit
+        liveTemporary.withLock { $0[ObjectIdentifier(session)] = WeakSession(session) }
         if let date { try session.freeze(at: date) }
         return session
     }
 
     private static let temporarySerial = Atomic<Int>(0)
+
+    /// The temporary sessions not ended yet, ended by ``endAtExit`` when the process exits.
+    private static let liveTemporary = Mutex<[ObjectIdentifier: WeakSession]>([:])
+
+    private final class WeakSession: @unchecked Sendable {
+        weak var session: TimeSession?
+        init(_ session: TimeSession) { self.session = session }
+    }
+
+    private static let endAtExit: Void = {
+        atexit {
+            let sessions = TimeSession.liveTemporary.withLock { $0.values.compactMap(\.session) }
+            for session in sessions { session.end() }
+        }
+    }()
 
     /// Opens an existing session; fails with `.sessionNotFound` if there is none.
     public static func open(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {

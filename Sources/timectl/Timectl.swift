@@ -22,6 +22,7 @@ struct Timectl: ParsableCommand {
             it starts with '-': 'timectl set -- -10d').
             The session is --session NAME, else $TIMECTL_SESSION, else 'default'.
             """,
+        version: timectlVersion,
         subcommands: [
             Freeze.self, Resume.self, Rate.self, Tick.self, SetWallClock.self, Reset.self,
             Status.self, Run.self, RunPending.self, Daemon.self, Record.self, Replay.self, TraceCommand.self, SessionCommand.self,

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import TimeControlKit
 
@@ -131,10 +132,54 @@ struct AttachmentTests {
         #expect(missing.status == 125)
         #expect(missing.stderr.contains("TIMECTL_SHIM"))
 
-        try FileManager.default.removeItem(atPath: prefix + "/lib/libTimeShim.so")
-        let none = try runProgram(prefix + "/bin/timectl", ["run", "--", "true"], environment: sandbox.environment)
+        // The Debian package's layout: PREFIX/lib/timectl/libTimeShim.so.
+        try FileManager.default.createDirectory(atPath: prefix + "/lib/timectl", withIntermediateDirectories: true)
+        try FileManager.default.moveItem(atPath: prefix + "/lib/libTimeShim.so", toPath: prefix + "/lib/timectl/libTimeShim.so")
+        let packaged = try runProgram(prefix + "/bin/timectl", ["run", "--", "sh", "-c", "echo $LD_PRELOAD"], environment: sandbox.environment)
+        #expect(packaged.stdout == prefix + "/lib/timectl/libTimeShim.so\n")
+    }
+
+    @Test("with no shim installed, one is built from the sources into the user's cache, needing only libc")
+    func shimBuiltIntoCache() throws {
+        let sandbox = try Sandbox()
+        let prefix = sandbox.directory + "/prefix"
+        try FileManager.default.createDirectory(atPath: prefix + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: Build.timectl, toPath: prefix + "/bin/timectl")
+        let cache = sandbox.directory + "/cache"
+        var environment = sandbox.environment
+        environment["XDG_CACHE_HOME"] = cache
+        environment["CC"] = nil
+
+        // Several at once with an empty cache: each gets the one complete copy.
+        let collected = Mutex<[ProcessResult]>([])
+        DispatchQueue.concurrentPerform(iterations: 4) { [environment] _ in
+            let result = (try? runProgram(prefix + "/bin/timectl", ["run", "--", "sh", "-c", "echo $LD_PRELOAD"], environment: environment))
+                ?? ProcessResult(status: -1, stdout: "", stderr: "could not start timectl", timedOut: false)
+            collected.withLock { $0.append(result) }
+        }
+        let results = collected.withLock { $0 }
+        let preloads = Set(results.map { $0.lines.first ?? "" })
+        #expect(results.allSatisfy { $0.status == 0 }, "\(results)")
+        #expect(preloads.count == 1)
+        let built = try #require(preloads.first)
+        #expect(built.hasPrefix(cache + "/timectl/shim-") && built.hasSuffix("/libTimeShim.so"), "\(built)")
+        let needed = try runProgram("/usr/bin/env", ["readelf", "-d", built], environment: environment)
+        let libraries = needed.lines.filter { $0.contains("(NEEDED)") }
+        #expect(libraries.count == 1 && libraries[0].hasSuffix("[libc.so.6]"), "\(libraries)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: Attachment.parent(of: built))
+        #expect(files.filter { !$0.hasPrefix(".") }.sorted() == ["libTimeShim.so"])
+
+        // No C compiler: one line that says what to install.
+        let bare = sandbox.directory + "/bare"
+        try FileManager.default.createDirectory(atPath: bare, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: bare + "/true", withDestinationPath: "/bin/true")
+        environment["XDG_CACHE_HOME"] = sandbox.directory + "/empty-cache"
+        environment["PATH"] = bare
+        let none = try runProgram(prefix + "/bin/timectl", ["run", "--", "true"], environment: environment)
         #expect(none.status == 125)
-        #expect(none.stderr.contains("libTimeShim.so not found"))
+        #expect(none.stderr.hasPrefix("timectl: libTimeShim.so is not installed and cannot be built from "), "\(none.stderr)")
+        #expect(none.stderr.contains("no C compiler (cc, gcc or clang) in PATH; install one (Debian, Ubuntu: apt-get install gcc)"))
+        #expect(none.stderr.split(separator: "\n").count == 1)
     }
 
     @Test("a shim that needs more than libc is refused")

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Checks that TimeControlKit works as someone else's dependency with plain
+# `swift test` and nothing else: makes a throw-away package in a temporary
+# directory that depends on this repository — by URL (file://, HEAD tagged
+# with the version) when the work tree is clean, as a package fetched from
+# GitHub by version, else by path — and runs its tests:
+# the README's harness example, the `.timeSession()` trait with parameterised
+# cases in parallel, `TimeSession.current == nil` without it, the XCTest
+# helper, and a temporary session still held when the test process exits
+# (it must be ended then: no segment, no process left). The shim must come from nowhere but the dependency's sources,
+# built into an empty per-user cache; the test then checks that copy.
+#   scripts/test-as-dependency.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "test-as-dependency.sh: FAILED: $*" >&2; exit 1; }
+
+# SwiftPM clones a file:// URL only from a directory with a .git directory
+# (not a worktree's .git file): a fresh clone of HEAD is that, and holds no
+# build. It is tagged with the version and required at exactly that version,
+# as a release would be: SwiftPM refuses unsafeFlags only in a dependency
+# required by version (not by path, branch or revision).
+if [ -z "$(git -C "$root" status --porcelain 2>/dev/null)" ] && git -C "$root" rev-parse -q --verify HEAD >/dev/null; then
+    version=$(sed -n 's/.*timectlVersion = "\(.*\)".*/\1/p' "$root/Sources/timectl/Version.swift")
+    git clone -q "$root" "$work/timectl"
+    git -C "$work/timectl" tag -f "$version" >/dev/null
+    dependency=".package(url: \"file://$work/timectl\", exact: \"$version\")"
+    identity=timectl
+else
+    dependency=".package(path: \"$root\")"
+    identity=$(basename "$root" | tr '[:upper:]' '[:lower:]')
+fi
+echo "test-as-dependency.sh: a package with $dependency"
+
+consumer=$work/consumer
+mkdir -p "$consumer/Tests/ConsumerTests"
+cat > "$consumer/Package.swift" <<MANIFEST
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "Consumer",
+    platforms: [.macOS(.v15)],
+    dependencies: [$dependency],
+    targets: [
+        .testTarget(name: "ConsumerTests", dependencies: [
+            .product(name: "TimeControlKit", package: "$identity"),
+            .product(name: "TimeControlKitTesting", package: "$identity"),
+        ]),
+    ]
+)
+MANIFEST
+cat > "$consumer/Tests/ConsumerTests/ConsumerTests.swift" <<'SWIFT'
+import Foundation
+import Synchronization
+import Testing
+import TimeControlKit
+import TimeControlKitTesting
+import XCTest
+
+let keptUntilExit = Mutex<[AnyObject]>([])
+
+// The README's harness example, unchanged.
+@Test func workerAndTestShareOneTimeline() async throws {
+    let session = try TimeSession.temporary(frozenAt: Date(timeIntervalSince1970: 1_451_649_600))
+    let worker = try session.spawn("python3", ["-c", "import time; time.sleep(30); print(time.time())"])
+    let nap = Task { try await session.clock.sleep(for: .seconds(10)) }   // the test's own code
+    try await session.waitForPendingWaits(count: 2)      // both are asleep: safe to advance
+    try session.advanceToNextDeadline()                  // +10 s: the test's sleep ends
+    try await nap.value
+    try session.advanceToNextDeadline()                  // +30 s: the worker wakes
+    #expect(try await worker.waitForExit() == .exited(0))
+    #expect(worker.standardOutput == "1451649630.0\n")
+}
+
+@Suite(.timeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)))
+struct TraitTests {
+    @Test(arguments: 0..<4)
+    func eachCaseSeesOnlyItsOwnTime(offset: Int) async throws {
+        let session = try #require(TimeSession.current)
+        try session.advance(by: .seconds(offset * 100))
+        let date = try session.spawn("date", ["+%s"])
+        #expect(try await date.waitForExit() == .exited(0))
+        #expect(date.standardOutput == "\(1_451_649_600 + offset * 100)\n")
+    }
+}
+
+@Test func noSessionWithoutTheTrait() {
+    #expect(TimeSession.current == nil)
+}
+
+@Test func sessionHeldUntilTheProcessExits() throws {
+    let session = try TimeSession.temporary()
+    let sleeper = try session.spawn("sleep", ["86399.25"])
+    keptUntilExit.withLock { $0 += [session, sleeper] }
+}
+
+final class XCTestHelperTests: XCTestCase {
+    func testFrozenDate() async throws {
+        let session = try TimeSession.temporary(frozenAt: Date(timeIntervalSince1970: 1_451_649_600), for: self)
+        let date = try session.spawn("date", ["+%s"])
+        let exit = try await date.waitForExit()
+        XCTAssertEqual(exit, .exited(0))
+        XCTAssertEqual(date.standardOutput, "1451649600\n")
+    }
+}
+SWIFT
+
+cd "$consumer"
+swift build --build-tests >"$work/build.log" 2>&1 || fail "swift build: $(tail -20 "$work/build.log")"
+mkdir -m 0700 "$work/sessions"
+# An empty cache, a private session directory, and nothing that names a shim.
+env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION \
+    XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" \
+    swift test --skip-build >"$work/test.log" 2>&1 || fail "swift test: $(tail -40 "$work/test.log")"
+grep -q "Test run with 4 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
+grep -q "Executed 1 test, with 0 failures" "$work/test.log" || fail "the XCTest case did not run: $(tail -20 "$work/test.log")"
+
+shims=("$work"/cache/timectl/shim-*/libTimeShim.so)
+[ ${#shims[@]} -eq 1 ] && [ -f "${shims[0]}" ] || fail "expected one shim built into the cache, found: ${shims[*]}"
+needed=$(readelf -d "${shims[0]}" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+[ "$needed" = libc.so.6 ] || fail "the built shim needs $needed"
+[ -z "$(ls -A "$work/sessions")" ] || fail "sessions left behind: $(ls -A "$work/sessions")"
+left=$(pgrep -f "sleep 86399.25" || true)
+if [ -n "$left" ]; then
+    kill $left 2>/dev/null || true
+    fail "the sleep spawned from a session held until exit is still running (pid $left)"
+fi
+echo "test-as-dependency.sh: passed"
