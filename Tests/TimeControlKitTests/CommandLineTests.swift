@@ -23,7 +23,7 @@ struct CommandLineTests {
         (["frobnicate"], "Unexpected argument"),
         (["run", "--end-leftovers=yes", "--", "true"], "does not take any value"),
         (["run", "--allow-uncontrolled=1", "--", "true"], "does not take any value"),
-        (["run", "--allow-uncontrolled", "--end-leftovers"], "no command after '--'"),
+        (["run", "--allow-uncontrolled", "--end-leftovers"], "no command given"),
     ])
     func badInput(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()
