@@ -123,6 +123,23 @@ struct StarvationTests {
         #expect(waited >= 4 * Self.second && waited < 5 * Self.second, "\(result)")
     }
 
+    /// swift-frontend makes time-based UUIDs (libuuid) and LLVM backs off on module-cache lock files: on an
+    /// exact frozen clock the build spun for ever (0 steps in 400 s). About 10–30 s of real time here.
+    @Test("run --auto-advance -- swift build of a freshly initialised package completes")
+    func swiftBuild() throws {
+        let (sandbox, _) = try frozenSession("swiftbuild")
+        let package = sandbox.directory + "/Hello"
+        try FileManager.default.createDirectory(atPath: package, withIntermediateDirectories: true)
+        let initialised = try runProgram("/usr/bin/env", ["swift", "package", "--package-path", package, "init", "--type", "executable"],
+                                         environment: ProcessInfo.processInfo.environment, guardSeconds: 120)
+        try #require(initialised.status == 0, "\(initialised)")
+        let built = try sandbox.timectl(["--session", "swiftbuild", "run", "--auto-advance", "--",
+                                         "swift", "build", "--package-path", package], guardSeconds: 600)
+        #expect(built.status == 0, "\(built)")
+        #expect(built.stdout.contains("Build complete!"), "\(built)")
+        #expect(FileManager.default.isExecutableFile(atPath: package + "/.build/debug/Hello"))
+    }
+
     @Test("a relative sleep of at most 10 ms on a frozen session with no scheduler is a yield; a longer one waits")
     func shortSleepYields() throws {
         let (sandbox, session) = try frozenSession("yield")

@@ -3,11 +3,13 @@
  * starves").
  *
  * Spinning: programs written for a clock that always creeps forward wait
- * for it to move — libuuid allows ten ids per gettimeofday value and then
- * re-reads it; Ruby's sleep polls with a zero timeout until now > end. On a
- * frozen session the value never moves, and they spin for ever. So a
- * thread that reads the same value TC_SPIN_READS times in a row moves the
- * session forward by TC_CREEP_NS with an ordinary tick in the segment:
+ * for it to move — libuuid allows eleven ids per gettimeofday value and
+ * then re-reads it; Ruby's sleep polls with a zero timeout until now > end.
+ * On a frozen session the value never moves, and they spin for ever. So a
+ * thread that reads one value of one clock TC_SPIN_READS times within
+ * TC_SPIN_WINDOW_NS of real time, or makes TC_SPIN_WAITS futile waits in a
+ * row each after reading it, moves the session forward by TC_CREEP_NS with
+ * an ordinary tick in the segment:
  * every process sees it at the same instant (invariant 3), monotonic
  * clocks only go forward, and no wait ends before its deadline. Only a
  * frozen session creeps (a running one moves anyway), and only while

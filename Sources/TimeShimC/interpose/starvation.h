@@ -14,7 +14,7 @@
 
 /* Identical readings, back to back within TC_SPIN_WINDOW_NS of real time, that make a thread a spinner. */
 #define TC_SPIN_READS 1000
-#define TC_SPIN_WINDOW_NS 1000000
+#define TC_SPIN_WINDOW_NS 100000
 /* Futile waits in a row (each after a reading of the same value) that make a thread a spinner. */
 #define TC_SPIN_WAITS 1000
 /* How far a spinner moves a frozen session: about what a thousand turns of its loop take in real time, and
