@@ -330,6 +330,16 @@ int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_fa
     return TC_OK;
 }
 
+int tc_segment_try_lock(struct tc_segment *segment) {
+    int r = pthread_mutex_trylock(&segment->writer_lock);
+    if (r == EOWNERDEAD) {
+        repair_after_dead_writer(segment);
+        pthread_mutex_consistent(&segment->writer_lock);
+        return TC_OK;
+    }
+    return r == 0 ? TC_OK : TC_E_LOCK_TIMEOUT;
+}
+
 void tc_segment_unlock(struct tc_segment *segment) {
     pthread_mutex_unlock(&segment->writer_lock);
 }

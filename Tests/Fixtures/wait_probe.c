@@ -45,6 +45,15 @@ static struct timespec at(clockid_t clock, int64_t seconds) {
     return ts;
 }
 
+static struct timespec after_ns(clockid_t clock, int64_t nanoseconds) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    int64_t total = ts.tv_nsec + nanoseconds;
+    ts.tv_sec += total / 1000000000;
+    ts.tv_nsec = total % 1000000000;
+    return ts;
+}
+
 static clockid_t clock_named(const char *name) {
     return strcmp(name, "monotonic") == 0 ? CLOCK_MONOTONIC : CLOCK_REALTIME;
 }
@@ -69,12 +78,12 @@ static void *signal_soon(void *unused) {
     return NULL;
 }
 
-static int cond_wait(clockid_t clock, int64_t seconds, int signalled, int use_clockwait) {
+static int cond_wait(clockid_t clock, int64_t nanoseconds, int signalled, int use_clockwait) {
     pthread_condattr_t attributes;
     pthread_condattr_init(&attributes);
     pthread_condattr_setclock(&attributes, clock);
     pthread_cond_init(&cond, &attributes);
-    struct timespec deadline = at(clock, seconds);
+    struct timespec deadline = after_ns(clock, nanoseconds);
     pthread_mutex_lock(&lock);
     ready();
     pthread_t thread;
@@ -326,9 +335,10 @@ int main(int argc, char **argv) {
     if (argc < 2) goto usage;
     const char *kind = argv[1];
     int64_t n = argc > 2 ? atoll(argv[argc - 1]) : 0;
-    if (strcmp(kind, "cond") == 0 && argc == 4) return cond_wait(clock_named(argv[2]), n, 0, 0);
-    if (strcmp(kind, "cond-clockwait") == 0 && argc == 4) return cond_wait(clock_named(argv[2]), n, 0, 1);
-    if (strcmp(kind, "cond-signalled") == 0) return cond_wait(CLOCK_MONOTONIC, 3600, 1, 0);
+    if (strcmp(kind, "cond") == 0 && argc == 4) return cond_wait(clock_named(argv[2]), n * 1000000000, 0, 0);
+    if (strcmp(kind, "cond-ms") == 0 && argc == 3) return cond_wait(CLOCK_MONOTONIC, n * 1000000, 0, 0);
+    if (strcmp(kind, "cond-clockwait") == 0 && argc == 4) return cond_wait(clock_named(argv[2]), n * 1000000000, 0, 1);
+    if (strcmp(kind, "cond-signalled") == 0) return cond_wait(CLOCK_MONOTONIC, 3600LL * 1000000000, 1, 0);
     if (strcmp(kind, "sem") == 0 && argc == 4) return sem_wait_for(clock_named(argv[2]), n, 0);
     if (strcmp(kind, "sem-posted") == 0) return sem_wait_for(CLOCK_REALTIME, 3600, 1);
     if (strcmp(kind, "mutex") == 0 && argc == 3) return mutex_wait(n);

@@ -212,7 +212,12 @@ struct RecordReplayTests {
         #expect(forced.status == 0, "\(forced)")
         let printed = try #require(Int64(forced.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
         let recorded = try Trace(contentsOf: trace)
-        let python = try #require(recorded.processes.first { $0.arguments.contains(killed) && !$0.threads.isEmpty && $0.arguments.first?.hasSuffix("/python3") == true })
+        // The python3 image itself (`python3` may be a launcher's chain of scripts before it: pyenv's is), however
+        // its argv[0] is spelled: a path, or the bare name a shell found in PATH.
+        let python = try #require(recorded.processes.first { process in
+            process.arguments.contains(killed) && !process.threads.isEmpty &&
+                process.arguments.first?.split(separator: "/").last?.hasPrefix("python3") == true
+        }, "images recorded: \(recorded.processes.map { "\($0.path) \($0.arguments.first ?? "") \($0.threads.count) threads" })")
         #expect(python.path.hasPrefix("1."))
         let readings = python.threads.flatMap(\.events).compactMap { event -> Int64? in
             if case .reading(_, 0, let value) = event { return value }

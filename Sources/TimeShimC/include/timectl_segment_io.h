@@ -60,6 +60,8 @@ void tc_segment_unmap(struct tc_mapping *mapping);
 
 /* The writer lock (robust, process-shared). Recovers a dead holder's half-written verb. */
 int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure);
+/* The writer lock if it is free at once (TC_OK), else TC_E_LOCK_TIMEOUT: for writers that must never wait. */
+int tc_segment_try_lock(struct tc_segment *segment);
 void tc_segment_unlock(struct tc_segment *segment);
 
 /*

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "starvation.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -34,7 +35,10 @@ __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t 
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
     tc_segment_read_into(segment, vclock, value);
-    if (tc_trace_mode == TC_TRACE_RECORDING) tc_trace_record_reading(call, clock, vclock, value);
+    if (tc_trace_mode == TC_TRACE_RECORDING) {
+        tc_spin_note_reading(segment, vclock, value);
+        tc_trace_record_reading(call, clock, vclock, value);
+    }
     else if (tc_trace_mode == TC_TRACE_REPLAYING) tc_trace_replay_reading(call, clock, vclock, segment, value);
     return 1;
 }
@@ -46,6 +50,7 @@ __attribute__((always_inline)) static inline int virtual_time(int call, clockid_
     struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
     if (TC_LIKELY(segment != NULL)) {
         tc_segment_read_into(segment, vclock, value);
+        tc_spin_note_reading(segment, vclock, value);
         return 1;
     }
     if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return 0;

@@ -43,6 +43,7 @@ static int table_lock;
 
 static void trampoline(int signal, siginfo_t *info, void *context) {
     __atomic_fetch_add(&handled_signals, 1, __ATOMIC_RELAXED);
+    if (info && info->si_code == SI_TIMER) tc_timers_signal_taken(signal, info);
     three_argument_handler handler = __atomic_load_n(&application_handlers[signal], __ATOMIC_ACQUIRE);
     if (handler) handler(signal, info, context);
 }

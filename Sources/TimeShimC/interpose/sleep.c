@@ -6,6 +6,7 @@
  * virtual time left.
  */
 #define _GNU_SOURCE
+#include "starvation.h"
 #include "waiter.h"
 
 #include <errno.h>
@@ -57,6 +58,13 @@ static int sleep_on(struct tc_segment *segment, int vclock, int flags, const str
                     struct timespec *remain) {
     if (!request) return EFAULT;  /* as the kernel answers */
     if (!valid_request(request)) return EINVAL;
+    if (!(flags & TIMER_ABSTIME)) {
+        int yielded = tc_short_sleep_yield(segment, request_ns(request));
+        if (yielded >= 0) {
+            if (yielded == EINTR && remain) *remain = *request;  /* no virtual time passed */
+            return yielded;
+        }
+    }
     int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, request_ns(request))
                                                : tc_wait_deadline_after(segment, vclock, request_ns(request));
     int64_t left = 0;

@@ -12,6 +12,7 @@
  * by TC_SLICE_NS and notice a verb within that.
  */
 #define _GNU_SOURCE
+#include "starvation.h"
 #include "waiter.h"
 
 #include <errno.h>
@@ -68,6 +69,14 @@ static clockid_t cond_clock(const pthread_cond_t *cond) {
 
 static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock,
                            int64_t deadline) {
+    int64_t now = tc_segment_read(segment, vclock);
+    int64_t left = deadline > now ? deadline - now : 0;
+    if (tc_wait_yields(segment, left)) {
+        struct timespec until = real_deadline(left);
+        int returned = tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
+        tc_spin_note_futile_wait(segment);
+        return returned;
+    }
     struct tc_wait wait;
     volatile int result = ETIMEDOUT; /* pthread_cleanup_push may use setjmp */
     tc_wait_begin(&wait, segment, TC_WAIT_COND, vclock, deadline);

@@ -12,16 +12,29 @@
  * Every armed timer is listed in the segment's wait table, so `status`
  * shows it and `tick --to-next` can advance to it.
  *
+ * Overruns as Linux counts them: a POSIX timer has at most one signal
+ * queued. While it is queued (blocked, or not yet taken), further
+ * expirations only add to the overrun count — for real-time signals too.
+ * The signal trampoline (signals.c) sees the timer's signal delivered: it
+ * writes the count into the handler's si_overrun and makes it what
+ * timer_getoverrun() returns. A signal taken without a handler
+ * (sigwaitinfo, signalfd) is noticed at the next expiration, when the
+ * signal is no longer pending (/proc/self/task/TID/status); its
+ * si_overrun is then the count when it was queued, and timer_getoverrun()
+ * returns the count it collected.
+ *
  * The table is process-local and guarded by a spinlock taken with all
  * signals blocked: alarm() and timer_settime() are async-signal-safe, and
  * a handler must not spin on a lock its own thread holds.
  */
 #define _GNU_SOURCE
 #include "spinlock.h"
+#include "text.h"
 #include "waiter.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -47,7 +60,9 @@ struct vtimer {
     int armed;
     int64_t deadline;       /* virtual ns on vclock */
     int64_t interval;       /* virtual ns, 0 for one-shot */
-    int overrun;            /* POSIX: extra expirations at the last firing */
+    int overrun;            /* POSIX: the overrun of the last delivered expiration (timer_getoverrun) */
+    int signal_queued;      /* POSIX: its signal is queued and not yet seen delivered */
+    int queued_overrun;     /* POSIX: expirations since the queued signal's, coalesced into it */
     struct tc_wait wait;    /* the wait-table entry while armed */
 };
 
@@ -139,6 +154,7 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
                                : tc_wait_deadline_after(segment, timer->vclock, value);
     timer->interval = timespec_ns(setting->it_interval);
     timer->overrun = 0;
+    timer->queued_overrun = 0;
     timer->armed = 1;
     /* Listed as the process's (thread 0): a timer outlives the thread that armed it. */
     tc_wait_begin_for(&timer->wait, segment, kind, timer->vclock, timer->deadline, 0);
@@ -162,7 +178,40 @@ struct firing {
     int private_fd;
     struct sigevent event;
     uint64_t expirations;
+    int kernel_id;
 };
+
+static int saturated_overrun(uint64_t overrun) { return overrun > INT_MAX ? INT_MAX : (int)overrun; }
+
+static int signals_by_notification(const struct sigevent *event) {
+    return event->sigev_notify == SIGEV_SIGNAL || event->sigev_notify == SIGEV_THREAD_ID;
+}
+
+/* Whether `signal` is pending for the process (SIGEV_SIGNAL) or for the
+   thread the timer targets (SIGEV_THREAD_ID), from /proc: the kernel offers
+   no other way to look at another thread's pending set. */
+static int signal_pending(const struct sigevent *event) {
+    struct tc_text path = {.length = 0};
+    tc_text_append(&path, "/proc/self/task/");
+    tc_text_append_number(&path, event->sigev_notify == SIGEV_THREAD_ID ? event->_sigev_un._tid : tc_shim_pid());
+    tc_text_append(&path, "/status");
+    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path.text, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    char status[4096];
+    long length = tc_raw_syscall(SYS_read, fd, status, sizeof(status) - 1);
+    tc_raw_syscall(SYS_close, fd);
+    if (length <= 0) return 0;
+    status[length] = 0;
+    const char *field = strstr(status, event->sigev_notify == SIGEV_THREAD_ID ? "\nSigPnd:" : "\nShdPnd:");
+    if (!field) return 0;
+    field += 8;
+    while (*field == ' ' || *field == '\t') field++;
+    uint64_t mask = 0;
+    for (; (*field >= '0' && *field <= '9') || (*field >= 'a' && *field <= 'f'); field++)
+        mask = mask << 4 | (uint64_t)(*field <= '9' ? *field - '0' : *field - 'a' + 10);
+    int signal = event->sigev_signo;
+    return signal > 0 && signal <= 64 && ((mask >> (signal - 1)) & 1);
+}
 
 static void *run_notify_function(void *argument) {
     struct sigevent event = *(struct sigevent *)argument;
@@ -187,7 +236,8 @@ static void deliver(const struct firing *firing) {
     memset(&info, 0, sizeof(info));
     info.si_signo = event->sigev_signo;
     info.si_code = SI_TIMER;
-    info.si_overrun = (int)(firing->expirations - 1);
+    info.si_overrun = saturated_overrun(firing->expirations - 1);
+    info.si_timerid = firing->kernel_id;
     info.si_value = event->sigev_value;
     switch (event->sigev_notify) {
     case SIGEV_SIGNAL:
@@ -225,8 +275,23 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
         if (view.now >= timer->deadline) {
             uint64_t expirations = 1;
             if (timer->interval > 0) expirations += (uint64_t)((view.now - timer->deadline) / timer->interval);
-            due[count++] = (struct firing){timer->type, timer->private_fd, timer->event, expirations};
-            timer->overrun = (int)(expirations - 1);
+            int coalesced = 0;
+            if (timer->type == VTIMER_POSIX && signals_by_notification(&timer->event)) {
+                if (timer->signal_queued && signal_pending(&timer->event)) {
+                    timer->queued_overrun = saturated_overrun((uint64_t)timer->queued_overrun + expirations);
+                    coalesced = 1;
+                } else {
+                    /* The last one was taken (a handler would have said so already): by sigwaitinfo or signalfd. */
+                    if (timer->signal_queued) timer->overrun = timer->queued_overrun;
+                    timer->signal_queued = 1;
+                    timer->queued_overrun = saturated_overrun(expirations - 1);
+                }
+            } else {
+                timer->overrun = saturated_overrun(expirations - 1);
+            }
+            if (!coalesced)
+                due[count++] = (struct firing){timer->type, timer->private_fd, timer->event, expirations,
+                                               (int)(intptr_t)timer->id};
             if (timer->interval > 0) {
                 timer->deadline += (int64_t)expirations * timer->interval;
                 tc_wait_set_deadline(segment, timer->wait.slot, timer->vclock, timer->deadline);
@@ -241,6 +306,24 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
     unlock_table(&saved);
     for (int i = 0; i < count; i++) deliver(&due[i]);
     return next;
+}
+
+/* The trampoline (signals.c) runs a handler for a timer's signal: the signal
+   is taken, and carries every expiration coalesced into it. */
+void tc_timers_signal_taken(int signal, siginfo_t *info) {
+    sigset_t saved;
+    lock_table(&saved);
+    for (int i = 0; i < TC_VTIMERS; i++) {
+        struct vtimer *timer = &timers[i];
+        if (timer->type != VTIMER_POSIX || !timer->signal_queued || timer->event.sigev_signo != signal ||
+            (int)(intptr_t)timer->id != info->si_timerid)
+            continue;
+        info->si_overrun = timer->overrun = timer->queued_overrun;
+        timer->signal_queued = 0;
+        timer->queued_overrun = 0;
+        break;
+    }
+    unlock_table(&saved);
 }
 
 /* fork: hold the table across it, so the child never inherits it locked. */

@@ -2,6 +2,7 @@
  * The shared machinery of virtual waits; see waiter.h.
  */
 #define _GNU_SOURCE
+#include "starvation.h"
 #include "waiter.h"
 #include "trace.h"
 
@@ -93,7 +94,12 @@ void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kin
     wait->deadline = deadline;
     wait->owner = tc_wait_owner(pid, tid);
     wait->slot = tc_wait_claim(segment, pid, tid, kind, vclock, deadline, tc_real_ns(CLOCK_BOOTTIME));
-    if (deadline <= tc_segment_read(segment, vclock)) tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
+    if (deadline <= tc_segment_read(segment, vclock)) {
+        tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
+        if (tid != 0) tc_spin_note_futile_wait(segment);
+    } else if (tid != 0) {
+        tc_spin_note_blocking_wait();
+    }
     /* A thread's own waits are part of its recording; a timer belongs to no thread. */
     if (tid != 0 && tc_trace_mode != TC_TRACE_OFF) tc_trace_wait_begin(kind, vclock, deadline);
 }

@@ -152,6 +152,8 @@ int64_t tc_timers_fire_due(struct tc_segment *segment);
 void tc_timers_before_fork(void);
 void tc_timers_after_fork_in_parent(void);
 void tc_timers_after_fork_in_child(void);
+/* For the signal trampoline: a POSIX timer's signal (SI_TIMER) is being handled; sets its si_overrun. */
+void tc_timers_signal_taken(int signal, siginfo_t *info);
 
 /* Called by shim.c in a fork child. */
 void tc_waiters_after_fork_in_child(void);

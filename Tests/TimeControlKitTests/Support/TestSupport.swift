@@ -258,12 +258,15 @@ final class AttachedRun: @unchecked Sendable {
     var output: String { lock.withLock { buffer } }
     var errorOutput: String { lock.withLock { errorBuffer } }
     var lines: [String] { output.split(separator: "\n").map(String.init) }
+    /// The lines written in full so far: a program may write a line in pieces (an unbuffered Python `print`
+    /// writes each argument, then the newline), and a line looked at between two pieces is not its line.
+    var completeLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
 
     /// The first output line that starts with one of `prefixes`, once there is one.
     func line(startingWith prefixes: String..., guardSeconds: Double = 30) -> String? {
         let deadline = Date().addingTimeInterval(guardSeconds)
         while Date() < deadline {
-            if let line = lines.first(where: { line in prefixes.contains { line.hasPrefix($0) } }) { return line }
+            if let line = completeLines.first(where: { line in prefixes.contains { line.hasPrefix($0) } }) { return line }
             usleep(5_000)
         }
         return nil

@@ -1,0 +1,92 @@
+/*
+ * The starvation policy (docs/starvation.md, SPEC §3 "No real runtime
+ * starves").
+ *
+ * Spinning: programs written for a clock that always creeps forward wait
+ * for it to move — libuuid allows eleven ids per gettimeofday value and
+ * then re-reads it; Ruby's sleep polls with a zero timeout until now > end.
+ * On a frozen session the value never moves, and they spin for ever. So a
+ * thread that reads one value of one clock TC_SPIN_READS times within
+ * TC_SPIN_WINDOW_NS of real time, or makes TC_SPIN_WAITS futile waits in a
+ * row each after reading it, moves the session forward by TC_CREEP_NS with
+ * an ordinary tick in the segment:
+ * every process sees it at the same instant (invariant 3), monotonic
+ * clocks only go forward, and no wait ends before its deadline. Only a
+ * frozen session creeps (a running one moves anyway), and only while
+ * nobody else is changing it (the writer lock is tried, never waited for).
+ *
+ * Yielding: HotSpot brings threads to a safepoint with 10 µs sleeps, sleeps
+ * 1 ms on its way out and, if a compiler thread is still busy then, waits
+ * for it on a condition variable 10 ms at a time; on a frozen clock with
+ * nothing to advance it those waits never end, and the JVM hangs before or
+ * after main. So on a frozen session that has no scheduler, a relative
+ * sleep or a condition wait with at most TC_YIELD_WAIT_NS to go waits that
+ * long in real time and returns as if timed out (a condition signalled
+ * meanwhile still wins), time not having moved: the one bounded exception
+ * to "a wait never ends before its deadline". With a scheduler, such a
+ * wait is an ordinary virtual wait the scheduler steps to.
+ */
+#define _GNU_SOURCE
+#include "starvation.h"
+#include "real.h"
+
+#include <errno.h>
+#include <sys/syscall.h>
+
+TC_TLS struct tc_spin_state tc_spin_state;
+
+static int frozen(const struct tc_segment *segment) {
+    return __atomic_load_n(&segment->timeline.current.rate, __ATOMIC_ACQUIRE) == 0;
+}
+
+/* Moves a frozen session forward by TC_CREEP_NS, unless it moved since the thread's last reading. */
+static void creep(struct tc_segment *segment) {
+    struct tc_spin_state *state = &tc_spin_state;
+    if (!frozen(segment) || tc_segment_try_lock(segment) != TC_OK) return;
+    struct timespec now;
+    tc_segment_read_into(segment, state->vclock, &now);
+    if (now.tv_sec == state->seconds && now.tv_nsec == state->nanoseconds && frozen(segment)) {
+        int saved_errno = errno;
+        struct tc_verb advance = {.kind = TC_VERB_ADVANCE, .value = TC_CREEP_NS};
+        tc_segment_apply(segment, &advance, NULL);
+        errno = saved_errno;
+    }
+    tc_segment_unlock(segment);
+}
+
+/* TC_SPIN_READS readings of one value: a spin if they came within TC_SPIN_WINDOW_NS (a program that only reads
+   the clock often, as the JVM does while it starts, reads it far more slowly than a loop that waits on it). */
+__attribute__((noinline)) void tc_spin_check_window(struct tc_segment *segment) {
+    struct tc_spin_state *state = &tc_spin_state;
+    int64_t now = tc_real_ns(CLOCK_MONOTONIC);
+    int spinning = state->window_start != 0 && now - state->window_start < TC_SPIN_WINDOW_NS;
+    state->window_start = now;
+    state->repeats = 0;
+    if (spinning) creep(segment);
+}
+
+void tc_spin_note_futile_wait(struct tc_segment *segment) {
+    struct tc_spin_state *state = &tc_spin_state;
+    if (!state->read_since_wait) return;  /* polling descriptors, not waiting on the clock */
+    state->read_since_wait = 0;
+    if (++state->futile_waits < TC_SPIN_WAITS) return;
+    state->futile_waits = 0;
+    creep(segment);
+}
+
+static int has_scheduler(const struct tc_segment *segment) {
+    int32_t pid = __atomic_load_n(&segment->scheduler_pid, __ATOMIC_ACQUIRE);
+    return pid != 0 && tc_raw_syscall(SYS_kill, pid, 0) != -ESRCH;
+}
+
+int tc_wait_yields(const struct tc_segment *segment, int64_t length) {
+    return length > 0 && length <= TC_YIELD_WAIT_NS && frozen(segment) && !has_scheduler(segment);
+}
+
+int tc_short_sleep_yield(struct tc_segment *segment, int64_t length) {
+    if (!tc_wait_yields(segment, length)) return -1;
+    struct timespec real = {0, (long)length};
+    int interrupted = tc_raw_syscall(SYS_nanosleep, &real, NULL) == -EINTR;
+    tc_spin_note_futile_wait(segment);
+    return interrupted ? EINTR : 0;
+}

@@ -1,0 +1,189 @@
+import Foundation
+import Testing
+@_spi(CommandLine) @testable import TimeControlKit
+
+/// SPEC §3, "No real runtime starves" (docs/starvation.md): runtimes written for a clock that always creeps
+/// forward run on a frozen or auto-advanced session. A spinner moves a frozen session by 10 µs at a time
+/// (through the segment, for every process); on a frozen session with no scheduler a relative sleep of at
+/// most 1 ms is a yield. Assertions are on virtual time; real time only guards against hangs.
+@Suite("No real runtime starves", .serialized)
+struct StarvationTests {
+    static let second: Int64 = 1_000_000_000
+    static let millisecond: Int64 = 1_000_000
+    static let creep: Int64 = 10_000
+    static let start: Int64 = 1_451_649_600 * second  // 2016-01-01T12:00:00Z
+
+    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session(name)
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start))
+        return (sandbox, session)
+    }
+
+    @Test("the JVM starts, prints the frozen time and exits on a frozen clock with no tick, three times in a row")
+    func jvmNeverSleeping() throws {
+        let (sandbox, session) = try frozenSession("jvm")
+        let classes = try JavaFixtures.classpath()
+        for _ in 1...3 {
+            let result = try sandbox.timectl(["--session", "jvm", "run", "--", "java", "-cp", classes, "Now"], guardSeconds: 60)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.lines == ["1451649600000", "2016-01-01T12:00:00Z"], "\(result)")
+        }
+        #expect(session.wallClockNanoseconds == Self.start, "nothing spun: the clock never moved")
+    }
+
+    @Test("a JVM's Thread.sleep(3000) on a frozen clock waits for tick 3, ends right after, and measured 3000 ms")
+    func jvmSleepingThreeSeconds() throws {
+        let (sandbox, session) = try frozenSession("jvmsleep")
+        let classes = try JavaFixtures.classpath()
+        for _ in 1...3 {
+            let run = try AttachedRun(sandbox, session: "jvmsleep", ["java", "-cp", classes, "Nap", "3000"])
+            // Thread.sleep parks on a condition variable (CLOCK_MONOTONIC) for 3 s.
+            sandbox.waitForWaits(session) { $0.contains { $0.kind == "cond" && $0.remainingNanoseconds == 3 * Self.second } }
+            usleep(300_000)
+            #expect(run.isRunning, "returned before its deadline: \(run.output)")
+            try session.advance(by: .seconds(3))
+            #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+            // Exactly 3 s, unless a JVM thread spun meanwhile and crept the clock (10 µs a time).
+            let measured = Int64(run.lines.first ?? "") ?? -1
+            #expect(measured >= 3 * Self.second && measured <= 3 * Self.second + Self.millisecond, "\(run.output)")
+        }
+    }
+
+    /// Ruby's sleep (hrtime_update_expire) ends only when now > end; at now == end it polls with a zero timeout.
+    @Test("a program that needs the clock strictly past its deadline ends on a tick of exactly its sleep, on tick --to-next and under auto-advance",
+          arguments: ["tick", "tick --to-next", "auto-advance"])
+    func strictDeadline(how: String) throws {
+        let (sandbox, session) = try frozenSession("strict")
+        let probe = try CFixture.path("strict_deadline")
+        let output: String
+        if how == "auto-advance" {
+            let result = try sandbox.timectl("--session", "strict", "run", "--auto-advance", "--", probe, "3000")
+            #expect(result.status == 0, "\(result)")
+            output = result.stdout
+        } else {
+            let run = try AttachedRun(sandbox, session: "strict", [probe, "3000"])
+            sandbox.waitForWaits(session) { $0.contains { $0.kind == "poll" } }
+            if how == "tick" { try session.advance(by: .seconds(3)) } else { _ = try session.advanceToNextDeadline() }
+            #expect(run.exitStatus() == 0, "\(run.output)")
+            output = run.output
+        }
+        let slept = Int64(output.split(separator: " ").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? -1
+        // The tick lands exactly on the deadline; the probe then spins on zero-timeout polls, which creeps the clock.
+        #expect(slept > 3 * Self.second && slept <= 3 * Self.second + Self.creep, "\(output)")
+    }
+
+    @Test("1000 uuid.uuid1() on a frozen clock finish, all different; the clock crept only while libuuid spun")
+    func timeBasedUUIDs() throws {
+        let (sandbox, session) = try frozenSession("uuid")
+        let result = try sandbox.runAttached(session: "uuid", ["python3", "-c", """
+            import time, uuid
+            start = time.time_ns()
+            ids = {uuid.uuid1() for _ in range(1000)}
+            print(len(ids), time.time_ns() - start)
+            """], guardSeconds: 60)
+        let fields = result.stdout.split(whereSeparator: \.isWhitespace)
+        #expect(fields.first == "1000", "\(result)")
+        // libuuid allows 11 ids a microsecond, then spins: some 90 creeps of 10 µs.
+        let crept = Int64(fields.last ?? "") ?? -1
+        #expect(crept > 0 && crept <= 1000 * Self.creep, "\(result)")
+        #expect(session.wallClockNanoseconds == Self.start + crept)
+    }
+
+    @Test("an SQLite busy timeout succeeds under auto-advance while another process holds the lock for 5 virtual seconds")
+    func sqliteBusyTimeout() throws {
+        let (sandbox, _) = try frozenSession("sqlite")
+        let database = sandbox.directory + "/busy.db"
+        let script = """
+            python3 -c "import sqlite3; c = sqlite3.connect('$0'); c.execute('create table t(x)'); c.commit()"
+            python3 -c "
+            import sqlite3, time
+            c = sqlite3.connect('$0', isolation_level=None)
+            c.execute('BEGIN EXCLUSIVE'); c.execute('insert into t values (1)')
+            time.sleep(5)
+            c.execute('COMMIT')
+            " &
+            sleep 1
+            python3 -c "
+            import sqlite3, time
+            start = time.monotonic_ns()
+            c = sqlite3.connect('$0', timeout=30, isolation_level=None)
+            c.execute('insert into t values (2)')
+            print('waited', time.monotonic_ns() - start, 'rows', c.execute('select count(*) from t').fetchone()[0])
+            "
+            wait
+            """
+        let result = try sandbox.timectl("--session", "sqlite", "run", "--auto-advance", "--", "sh", "-c", script, database)
+        #expect(result.status == 0, "\(result)")
+        let fields = result.stdout.split(whereSeparator: \.isWhitespace)
+        #expect(fields.count == 4 && fields[0] == "waited" && fields[2] == "rows" && fields[3] == "2", "\(result)")
+        // It started at 1 s and could write only once the holder committed at 5 s (SQLite backs off in steps).
+        let waited = Int64(fields.count == 4 ? String(fields[1]) : "") ?? -1
+        #expect(waited >= 4 * Self.second && waited < 5 * Self.second, "\(result)")
+    }
+
+    /// swift-frontend makes time-based UUIDs (libuuid) and LLVM backs off on module-cache lock files: on an
+    /// exact frozen clock the build spun for ever (0 steps in 400 s). About 10–30 s of real time here.
+    @Test("run --auto-advance -- swift build of a freshly initialised package completes")
+    func swiftBuild() throws {
+        let (sandbox, _) = try frozenSession("swiftbuild")
+        let package = sandbox.directory + "/Hello"
+        try FileManager.default.createDirectory(atPath: package, withIntermediateDirectories: true)
+        let initialised = try runProgram("/usr/bin/env", ["swift", "package", "--package-path", package, "init", "--type", "executable"],
+                                         environment: ProcessInfo.processInfo.environment, guardSeconds: 120)
+        try #require(initialised.status == 0, "\(initialised)")
+        let built = try sandbox.timectl(["--session", "swiftbuild", "run", "--auto-advance", "--",
+                                         "swift", "build", "--package-path", package], guardSeconds: 600)
+        #expect(built.status == 0, "\(built)")
+        #expect(built.stdout.contains("Build complete!"), "\(built)")
+        #expect(FileManager.default.isExecutableFile(atPath: package + "/.build/debug/Hello"))
+    }
+
+    @Test("a relative sleep of at most 10 ms on a frozen session with no scheduler is a yield; a longer one waits")
+    func shortSleepYields() throws {
+        let (sandbox, session) = try frozenSession("yield")
+        let yielded = try sandbox.runAttached(session: "yield", ["sh", "-c", "sleep 0.01; sleep 0.0005; date +%s%N"])
+        #expect(yielded.stdout == "\(Self.start)\n", "no virtual time passed")
+        let run = try AttachedRun(sandbox, session: "yield", ["sh", "-c", "sleep 0.0101; date +%s%N"])
+        let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
+        #expect(waits.map(\.remainingNanoseconds) == [10_100_000])
+        _ = try session.advanceToNextDeadline()
+        #expect(run.line(startingWith: "1") == String(Self.start + 10_100_000))
+    }
+
+    @Test("a condition wait with at most 10 ms to go on a frozen session with no scheduler is a yield; a longer one waits")
+    func shortConditionWaitYields() throws {
+        let (sandbox, session) = try frozenSession("condyield")
+        let probe = try CFixture.path("wait_probe")
+        let yielded = try sandbox.runAttached(session: "condyield", [probe, "cond-ms", "10"])
+        #expect(yielded.stdout.contains("result=ETIMEDOUT flag=0 elapsed=0"), "\(yielded)")
+        #expect(session.wallClockNanoseconds == Self.start, "no virtual time passed")
+        let run = try AttachedRun(sandbox, session: "condyield", [probe, "cond-ms", "11"])
+        let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == "cond" } }
+        #expect(waits.map(\.remainingNanoseconds) == [11 * Self.millisecond])
+        _ = try session.advanceToNextDeadline()
+        #expect(run.exitStatus() == 0)
+        #expect(run.output.contains("result=ETIMEDOUT flag=0 elapsed=\(11 * Self.millisecond)"), "\(run.output)")
+    }
+}
+
+/// The Java programs of Tests/Fixtures/java, compiled once per test run.
+enum JavaFixtures {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var compiled: String?
+
+    static func classpath() throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let compiled { return compiled }
+        let output = CFixture.directory + "/java"
+        try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
+        let sources = ["Now", "Nap"].map { Build.packageRoot + "/Tests/Fixtures/java/\($0).java" }
+        let result = try runProgram("/usr/bin/env", ["javac", "-d", output] + sources, environment: ProcessInfo.processInfo.environment,
+                                    guardSeconds: 120)
+        try #require(result.status == 0, "javac (a JDK, e.g. Debian's default-jdk-headless): \(result)")
+        compiled = output
+        return output
+    }
+}
