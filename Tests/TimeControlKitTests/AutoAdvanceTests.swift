@@ -12,15 +12,7 @@ import TimeShimC
 struct AutoAdvanceTests {
     static let second: Int64 = 1_000_000_000
     static let millisecond: Int64 = 1_000_000
-    static let start: Int64 = 1_451_649_600 * second  // 2016-01-01T12:00:00Z
-
-    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start))
-        return (sandbox, session)
-    }
+    static let start = Sandbox.frozenStart
 
     /// Lines of `text` that are whole numbers (`date +%s%N`).
     func stamps(_ text: String) -> [Int64] {
@@ -29,7 +21,7 @@ struct AutoAdvanceTests {
 
     @Test("run --auto-advance: 100 sleeps of 0.1 s are 10 s of virtual time, and the report says so")
     func shellLoop() throws {
-        let (sandbox, _) = try frozenSession("loop")
+        let (sandbox, _) = try Sandbox.frozenSession("loop")
         let result = try sandbox.timectl("--session", "loop", "run", "--auto-advance", "--report", "--",
                                          "sh", "-c", "date +%s%N; for i in $(seq 100); do sleep 0.1; done; date +%s%N")
         #expect(result.status == 0, "\(result)")
@@ -57,7 +49,7 @@ struct AutoAdvanceTests {
 
     @Test("two cooperating processes: the reader gets the writer's data at +5 s, never its 10 s timeout")
     func cooperatingProcesses() throws {
-        let (sandbox, _) = try frozenSession("fifo")
+        let (sandbox, _) = try Sandbox.frozenSession("fifo")
         let fifo = sandbox.directory + "/channel"
         #expect(mkfifo(fifo, 0o600) == 0)
         let reader = """
@@ -76,7 +68,7 @@ struct AutoAdvanceTests {
 
     @Test("Swift Task.sleep loops and Python asyncio sleeps complete in virtual order, at their deadlines (asyncio: within its 1 ms rounding)")
     func runtimesInOrder() throws {
-        let (sandbox, _) = try frozenSession("order")
+        let (sandbox, _) = try Sandbox.frozenSession("order")
         let swift = try sandbox.timectl("--session", "order", "run", "--auto-advance", "--", Build.swiftProbe, "task-loops", "3", "2", "5")
         #expect(swift.status == 0, "\(swift)")
         #expect(swift.lines == [
@@ -106,7 +98,7 @@ struct AutoAdvanceTests {
 
     @Test("a process spinning on the clock is never advanced past: it is not quiescent (it sees only its own creep)")
     func spinnerHoldsTimeStill() throws {
-        let (sandbox, _) = try frozenSession("spin")
+        let (sandbox, _) = try Sandbox.frozenSession("spin")
         let spinner = """
             import time
             start = time.monotonic_ns()
@@ -126,7 +118,7 @@ struct AutoAdvanceTests {
 
     @Test("the loop guard stops a program that re-arms a 0 s timer for ever, and names it")
     func zeroTimerLoopGuard() throws {
-        let (sandbox, session) = try frozenSession("zero")
+        let (sandbox, session) = try Sandbox.frozenSession("zero")
         let probe = try CFixture.path("wait_probe")
         let result = try sandbox.timectl("--session", "zero", "run", "--auto-advance", "--", probe, "rearm-zero-timer")
         #expect(result.status == 125, "\(result)")
@@ -142,7 +134,7 @@ struct AutoAdvanceTests {
     @Test("tick --step stops at each pending deadline in order; a plain tick jumps the whole way")
     func tickStep() throws {
         let script = "sleep 3; date +%s%N; sleep 3; date +%s%N; sleep 100"
-        let (sandbox, session) = try frozenSession("step")
+        let (sandbox, session) = try Sandbox.frozenSession("step")
         let stepped = try AttachedRun(sandbox, session: "step", ["sh", "-c", script])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let tick = try sandbox.timectl("--session", "step", "tick", "10", "--step")
@@ -152,7 +144,7 @@ struct AutoAdvanceTests {
         // tick --step settles at the end: the last sleep is already pending, 96 s to go.
         #expect(session.pendingWaits().map(\.remainingNanoseconds) == [96 * Self.second])
 
-        let (plainSandbox, plainSession) = try frozenSession("plain")
+        let (plainSandbox, plainSession) = try Sandbox.frozenSession("plain")
         let plain = try AttachedRun(plainSandbox, session: "plain", ["sh", "-c", script])
         plainSandbox.waitForWaits(plainSession) { $0.contains { $0.kind == "sleep" } }
         #expect(try plainSandbox.timectl("--session", "plain", "tick", "10").status == 0)
@@ -163,7 +155,7 @@ struct AutoAdvanceTests {
 
     @Test("run-pending advances until nothing waits")
     func runPending() throws {
-        let (sandbox, session) = try frozenSession("pending")
+        let (sandbox, session) = try Sandbox.frozenSession("pending")
         let run = try AttachedRun(sandbox, session: "pending", ["sh", "-c", "sleep 2; sleep 3; date +%s%N"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let result = try sandbox.timectl("--session", "pending", "run-pending")
@@ -175,7 +167,7 @@ struct AutoAdvanceTests {
 
     @Test("run-pending's step guard stops a program that re-arms its timer for ever, naming the wait")
     func runPendingStepGuard() throws {
-        let (sandbox, session) = try frozenSession("busy")
+        let (sandbox, session) = try Sandbox.frozenSession("busy")
         let busy = try AttachedRun(sandbox, session: "busy", ["python3", "-c", "import time\nwhile True: time.sleep(0.001)"])
         let pid = sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }.first?.pid ?? 0
         let before = session.monotonicNanoseconds
@@ -188,7 +180,7 @@ struct AutoAdvanceTests {
 
     @Test("the step guard names a shell loop's wait by its command: each round is a new process")
     func stepGuardNamesShellLoops() throws {
-        let (sandbox, session) = try frozenSession("loop-guard")
+        let (sandbox, session) = try Sandbox.frozenSession("loop-guard")
         let loop = try AttachedRun(sandbox, session: "loop-guard", ["sh", "-c", "while :; do sleep 1; done"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let result = try sandbox.timectl("--session", "loop-guard", "run-pending", "--max-steps", "5")
@@ -200,7 +192,7 @@ struct AutoAdvanceTests {
 
     @Test("timectl daemon advances a session driven from shells, shows in status, allows one scheduler, and stops cleanly")
     func daemon() throws {
-        let (sandbox, session) = try frozenSession("shared")
+        let (sandbox, session) = try Sandbox.frozenSession("shared")
         let daemon = try AttachedRun(sandbox, timectl: ["--session", "shared", "daemon"])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
@@ -232,7 +224,7 @@ struct AutoAdvanceTests {
 
     @Test("daemon --stop signals only a daemon: a command's scheduler is refused, and its command runs on")
     func stopOnlyStopsDaemons() throws {
-        let (sandbox, session) = try frozenSession("owned")
+        let (sandbox, session) = try Sandbox.frozenSession("owned")
         let fifo = sandbox.directory + "/go"
         #expect(mkfifo(fifo, 0o600) == 0)
         let run = try AttachedRun(sandbox, timectl: ["--session", "owned", "run", "--auto-advance", "--",
@@ -258,7 +250,7 @@ struct AutoAdvanceTests {
 
     @Test("a claim left by a scheduler that died, its pid now another process's, is neither trusted nor signalled")
     func staleClaim() throws {
-        let (sandbox, session) = try frozenSession("stale")
+        let (sandbox, session) = try Sandbox.frozenSession("stale")
         // A live process that is no scheduler, standing in for one that took a dead scheduler's pid.
         let bystander = Process()
         bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
@@ -327,7 +319,7 @@ struct AutoAdvanceTests {
         (["daemon", "--stop", "--keep-rate"], "--keep-rate does not apply with --stop"),
     ])
     func badOptions(arguments: [String], message: String) throws {
-        let (sandbox, session) = try frozenSession("strict")
+        let (sandbox, session) = try Sandbox.frozenSession("strict")
         let before = session.status()
         let result = try sandbox.timectl(["--session", "strict"] + arguments)
         #expect(result.status == 64, "\(result)")

@@ -11,19 +11,11 @@ struct StarvationTests {
     static let second: Int64 = 1_000_000_000
     static let millisecond: Int64 = 1_000_000
     static let creep: Int64 = 10_000
-    static let start: Int64 = 1_451_649_600 * second  // 2016-01-01T12:00:00Z
-
-    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start))
-        return (sandbox, session)
-    }
+    static let start = Sandbox.frozenStart
 
     @Test("the JVM starts, prints the frozen time and exits on a frozen clock with no tick, three times in a row")
     func jvmNeverSleeping() throws {
-        let (sandbox, session) = try frozenSession("jvm")
+        let (sandbox, session) = try Sandbox.frozenSession("jvm")
         let classes = try JavaFixtures.classpath()
         for _ in 1...3 {
             let result = try sandbox.timectl(["--session", "jvm", "run", "--", "java", "-cp", classes, "Now"], guardSeconds: 60)
@@ -35,7 +27,7 @@ struct StarvationTests {
 
     @Test("a JVM's Thread.sleep(3000) on a frozen clock waits for tick 3, ends right after, and measured 3000 ms")
     func jvmSleepingThreeSeconds() throws {
-        let (sandbox, session) = try frozenSession("jvmsleep")
+        let (sandbox, session) = try Sandbox.frozenSession("jvmsleep")
         let classes = try JavaFixtures.classpath()
         for _ in 1...3 {
             let run = try AttachedRun(sandbox, session: "jvmsleep", ["java", "-cp", classes, "Nap", "3000"])
@@ -55,7 +47,7 @@ struct StarvationTests {
     @Test("a program that needs the clock strictly past its deadline ends on a tick of exactly its sleep, on tick --to-next and under auto-advance",
           arguments: ["tick", "tick --to-next", "auto-advance"])
     func strictDeadline(how: String) throws {
-        let (sandbox, session) = try frozenSession("strict")
+        let (sandbox, session) = try Sandbox.frozenSession("strict")
         let probe = try CFixture.path("strict_deadline")
         let output: String
         if how == "auto-advance" {
@@ -76,7 +68,7 @@ struct StarvationTests {
 
     @Test("1000 uuid.uuid1() on a frozen clock finish, all different; the clock crept only while libuuid spun")
     func timeBasedUUIDs() throws {
-        let (sandbox, session) = try frozenSession("uuid")
+        let (sandbox, session) = try Sandbox.frozenSession("uuid")
         let result = try sandbox.runAttached(session: "uuid", ["python3", "-c", """
             import time, uuid
             start = time.time_ns()
@@ -93,7 +85,7 @@ struct StarvationTests {
 
     @Test("an SQLite busy timeout succeeds under auto-advance while another process holds the lock for 5 virtual seconds")
     func sqliteBusyTimeout() throws {
-        let (sandbox, _) = try frozenSession("sqlite")
+        let (sandbox, _) = try Sandbox.frozenSession("sqlite")
         let database = sandbox.directory + "/busy.db"
         let script = """
             python3 -c "import sqlite3; c = sqlite3.connect('$0'); c.execute('create table t(x)'); c.commit()"
@@ -127,7 +119,7 @@ struct StarvationTests {
     /// exact frozen clock the build spun for ever (0 steps in 400 s). About 10–30 s of real time here.
     @Test("run --auto-advance -- swift build of a freshly initialised package completes")
     func swiftBuild() throws {
-        let (sandbox, _) = try frozenSession("swiftbuild")
+        let (sandbox, _) = try Sandbox.frozenSession("swiftbuild")
         let package = sandbox.directory + "/Hello"
         try FileManager.default.createDirectory(atPath: package, withIntermediateDirectories: true)
         let initialised = try runProgram("/usr/bin/env", ["swift", "package", "--package-path", package, "init", "--type", "executable"],
@@ -142,7 +134,7 @@ struct StarvationTests {
 
     @Test("a relative sleep of at most 10 ms on a frozen session with no scheduler is a yield; a longer one waits")
     func shortSleepYields() throws {
-        let (sandbox, session) = try frozenSession("yield")
+        let (sandbox, session) = try Sandbox.frozenSession("yield")
         let yielded = try sandbox.runAttached(session: "yield", ["sh", "-c", "sleep 0.01; sleep 0.0005; date +%s%N"])
         #expect(yielded.stdout == "\(Self.start)\n", "no virtual time passed")
         let run = try AttachedRun(sandbox, session: "yield", ["sh", "-c", "sleep 0.0101; date +%s%N"])
@@ -154,7 +146,7 @@ struct StarvationTests {
 
     @Test("a condition wait with at most 10 ms to go on a frozen session with no scheduler is a yield; a longer one waits")
     func shortConditionWaitYields() throws {
-        let (sandbox, session) = try frozenSession("condyield")
+        let (sandbox, session) = try Sandbox.frozenSession("condyield")
         let probe = try CFixture.path("wait_probe")
         let yielded = try sandbox.runAttached(session: "condyield", [probe, "cond-ms", "10"])
         #expect(yielded.stdout.contains("result=ETIMEDOUT flag=0 elapsed=0"), "\(yielded)")

@@ -9,14 +9,6 @@ import Testing
 struct WaitTests {
     static let second: Int64 = 1_000_000_000
 
-    func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600 * Self.second))
-        return (sandbox, session)
-    }
-
     /// After a tick that falls short of the deadline, the wait must still be
     /// pending: give the program a moment to (wrongly) return, then look.
     func expectStillWaiting(_ run: AttachedRun, _ sandbox: Sandbox, _ session: TimeSession, kind: String,
@@ -29,7 +21,7 @@ struct WaitTests {
 
     @Test("sleep 3: still asleep 1.5 real seconds later and after tick 2; done after tick 3")
     func coreutilsSleep() throws {
-        let (sandbox, session) = try frozenSession("sleep")
+        let (sandbox, session) = try Sandbox.frozenSession("sleep")
         let run = try AttachedRun(sandbox, session: "sleep", ["sleep", "3"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
         #expect(waits.map(\.kind) == ["sleep"])
@@ -46,7 +38,7 @@ struct WaitTests {
 
     @Test("timeout 5 sleep 100 exits with 124 after tick 5, not before")
     func coreutilsTimeout() throws {
-        let (sandbox, session) = try frozenSession("timeout")
+        let (sandbox, session) = try Sandbox.frozenSession("timeout")
         let run = try AttachedRun(sandbox, session: "timeout", ["timeout", "5", "sleep", "100"])
         sandbox.waitForWaits(session) { waits in waits.contains { $0.kind == "timer" } && waits.contains { $0.kind == "sleep" } }
         try session.advance(by: .seconds(4))
@@ -57,7 +49,7 @@ struct WaitTests {
 
     @Test("Swift: Task.sleep(for: .seconds(60)) wakes at +60 s, not at +30 s")
     func swiftTaskSleep() throws {
-        let (sandbox, session) = try frozenSession("task")
+        let (sandbox, session) = try Sandbox.frozenSession("task")
         let run = try AttachedRun(sandbox, session: "task", [Build.swiftProbe, "task-sleep", "60"])
         // ContinuousClock is CLOCK_BOOTTIME; libdispatch also keeps a monotonic timer of its own.
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.clock == "CLOCK_BOOTTIME" } }
@@ -70,7 +62,7 @@ struct WaitTests {
 
     @Test("Swift: DispatchQueue.main.asyncAfter(deadline: .now() + 30) fires at +30 s")
     func swiftAsyncAfter() throws {
-        let (sandbox, session) = try frozenSession("dispatch")
+        let (sandbox, session) = try Sandbox.frozenSession("dispatch")
         let run = try AttachedRun(sandbox, session: "dispatch", [Build.swiftProbe, "dispatch-after", "30"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.remainingNanoseconds == 30 * Self.second } }
         try session.advance(by: .seconds(29))
@@ -83,7 +75,7 @@ struct WaitTests {
 
     @Test("Python: time.sleep(10) and asyncio.sleep(10)")
     func pythonSleeps() throws {
-        let (sandbox, session) = try frozenSession("python")
+        let (sandbox, session) = try Sandbox.frozenSession("python")
         let script = """
             import asyncio, time
             start = time.monotonic_ns(); time.sleep(10); print("time.sleep", time.monotonic_ns() - start, flush=True)
@@ -158,7 +150,7 @@ struct WaitTests {
         (["timer-signal", "5"], "timer", "signal=SIGUSR2 code=SI_TIMER value=42"),
     ])
     func cWaitsTimeOut(arguments: [String], kind: String, outcome: String) throws {
-        let (sandbox, session) = try frozenSession("c")
+        let (sandbox, session) = try Sandbox.frozenSession("c")
         let run = try AttachedRun(sandbox, session: "c", [try CFixture.path("wait_probe")] + arguments)
         // Timers register when armed, before the probe reads back what is left and
         // starts measuring at "ready"; a tick in between would shorten what it sees.
@@ -177,7 +169,7 @@ struct WaitTests {
         ("poll-ready", "result=1 revents=POLLIN elapsed=0"),
     ])
     func eventsWin(kind: String, outcome: String) throws {
-        let (sandbox, _) = try frozenSession("event")
+        let (sandbox, _) = try Sandbox.frozenSession("event")
         let run = try AttachedRun(sandbox, session: "event", [try CFixture.path("wait_probe"), kind])
         #expect(run.exitStatus() == 0)
         #expect(run.line(startingWith: "result=") == outcome)
@@ -185,7 +177,7 @@ struct WaitTests {
 
     @Test("a periodic timerfd counts the expirations a tick passes")
     func periodicTimerfd() throws {
-        let (sandbox, session) = try frozenSession("timerfd")
+        let (sandbox, session) = try Sandbox.frozenSession("timerfd")
         let run = try AttachedRun(sandbox, session: "timerfd", [try CFixture.path("wait_probe"), "timerfd-periodic", "250", "40"])
         #expect(run.line(startingWith: "ready") != nil)  // armed before "ready": see cWaitsTimeOut
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" } }
@@ -197,7 +189,7 @@ struct WaitTests {
 
     @Test("nanosleep interrupted by a signal reports the virtual time left (SA_RESTART or not)")
     func interruptedNanosleep() throws {
-        let (sandbox, session) = try frozenSession("eintr")
+        let (sandbox, session) = try Sandbox.frozenSession("eintr")
         let run = try AttachedRun(sandbox, session: "eintr", [try CFixture.path("wait_probe"), "nanosleep-eintr", "100"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         try session.advance(by: .seconds(30))
@@ -208,7 +200,7 @@ struct WaitTests {
 
     @Test("an absolute wall-clock deadline is passed by a set that jumps over it")
     func wallClockJump() throws {
-        let (sandbox, session) = try frozenSession("jump")
+        let (sandbox, session) = try Sandbox.frozenSession("jump")
         let run = try AttachedRun(sandbox, session: "jump", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
         #expect(waits.first?.clock == "CLOCK_REALTIME")
@@ -233,7 +225,7 @@ struct WaitTests {
 
     @Test("tick --to-next with sleepers due at +3 s and +7 s lands on +3 s and wakes only the first")
     func tickToNext() throws {
-        let (sandbox, session) = try frozenSession("next")
+        let (sandbox, session) = try Sandbox.frozenSession("next")
         let run = try AttachedRun(sandbox, session: "next", ["sh", "-c", "sleep 3 & sleep 7 & wait"])
         sandbox.waitForWaits(session) { $0.count == 2 }
         let before = session.monotonicNanoseconds
@@ -253,7 +245,7 @@ struct WaitTests {
 
     @Test("status --json lists pending waits with pid, thread, kind, clock and deadline")
     func statusListsWaits() throws {
-        let (sandbox, session) = try frozenSession("listed")
+        let (sandbox, session) = try Sandbox.frozenSession("listed")
         let run = try AttachedRun(sandbox, session: "listed", ["sleep", "42"])
         sandbox.waitForWaits(session) { !$0.isEmpty }
         let result = try sandbox.timectl("--session", "listed", "status", "--json")
@@ -274,7 +266,7 @@ struct WaitTests {
 
     @Test("a killed waiter, an exiting process and a removed session leave nothing pending and nothing hanging")
     func robustness() throws {
-        let (sandbox, session) = try frozenSession("robust")
+        let (sandbox, session) = try Sandbox.frozenSession("robust")
         // Killed while waiting: its entry disappears from status.
         let killed = try AttachedRun(sandbox, session: "robust", ["sleep", "100"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }

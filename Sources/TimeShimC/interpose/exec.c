@@ -177,6 +177,42 @@ static void execute_as_script(const char *path, char *const argv[], char *const 
     execve("/bin/sh", script_argv, envp);
 }
 
+/*
+ * The search of glibc's exec*p functions: each entry of $PATH (else
+ * /bin:/usr/bin) in turn, an empty entry meaning the current directory,
+ * joined with FILE. Entries too long to join are skipped.
+ */
+struct path_search {
+    const char *next;   /* the rest of the search path; NULL when done */
+    const char *file;
+    size_t file_length;
+};
+
+static struct path_search path_search(const char *file, size_t file_length) {
+    const char *path = getenv("PATH");
+    return (struct path_search){.next = path ? path : "/bin:/usr/bin", .file = file, .file_length = file_length};
+}
+
+/* The next directory/FILE into candidate; 0 when the search path is used up. */
+static int next_candidate(struct path_search *search, char candidate[PATH_MAX]) {
+    while (search->next) {
+        const char *directory = search->next;
+        const char *end = strchrnul(directory, ':');
+        search->next = *end ? end + 1 : NULL;
+        size_t length = (size_t)(end - directory);
+        if (length + search->file_length + 2 > PATH_MAX) continue;
+        size_t at = 0;
+        if (length) {
+            memcpy(candidate, directory, length);
+            candidate[length] = '/';
+            at = length + 1;
+        }
+        memcpy(candidate + at, search->file, search->file_length + 1);
+        return 1;
+    }
+    return 0;
+}
+
 TC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
     if (!*file) {
         errno = ENOENT;
@@ -187,36 +223,22 @@ TC_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) 
         if (errno == ENOEXEC) execute_as_script(file, argv, envp);
         return -1;
     }
-    const char *search = getenv("PATH");
-    if (!search) search = "/bin:/usr/bin";
     size_t file_length = strnlen(file, NAME_MAX + 1);
     if (file_length > NAME_MAX) {
         errno = ENAMETOOLONG;
         return -1;
     }
     int saw_eacces = 0;
-    for (const char *directory = search;; directory++) {
-        const char *end = strchrnul(directory, ':');
-        size_t length = (size_t)(end - directory);
-        char candidate[PATH_MAX];
-        if (length + file_length + 2 <= sizeof candidate) {
-            size_t at = 0;
-            if (length) {
-                memcpy(candidate, directory, length);
-                candidate[length] = '/';
-                at = length + 1;
-            }
-            memcpy(candidate + at, file, file_length + 1);
-            execve(candidate, argv, envp);
-            switch (errno) {
-            case EACCES: saw_eacces = 1; break;
-            case ENOEXEC: execute_as_script(candidate, argv, envp); break;
-            case ENOENT: case ESTALE: case ENOTDIR: case ENODEV: case ETIMEDOUT: break;
-            default: return -1;
-            }
+    struct path_search search = path_search(file, file_length);
+    char candidate[PATH_MAX];
+    while (next_candidate(&search, candidate)) {
+        execve(candidate, argv, envp);
+        switch (errno) {
+        case EACCES: saw_eacces = 1; break;
+        case ENOEXEC: execute_as_script(candidate, argv, envp); break;
+        case ENOENT: case ESTALE: case ENOTDIR: case ENODEV: case ETIMEDOUT: break;
+        default: return -1;
         }
-        directory = end;
-        if (!*end) break;
     }
     errno = saw_eacces ? EACCES : ENOENT;
     return -1;
@@ -285,27 +307,12 @@ TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
     const char *program = file;
     if (!strchr(file, '/') && *file) {
         program = "";  /* not found: nothing to inspect, glibc fails with ENOENT */
-        const char *search = getenv("PATH");
-        if (!search) search = "/bin:/usr/bin";
-        size_t file_length = strlen(file);
-        for (const char *directory = search;; directory++) {
-            const char *end = strchrnul(directory, ':');
-            size_t length = (size_t)(end - directory);
-            if (length + file_length + 2 <= sizeof candidate) {
-                size_t at = 0;
-                if (length) {
-                    memcpy(candidate, directory, length);
-                    candidate[length] = '/';
-                    at = length + 1;
-                }
-                memcpy(candidate + at, file, file_length + 1);
-                if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, candidate, X_OK) == 0) {
-                    program = candidate;
-                    break;
-                }
+        struct path_search search = path_search(file, strlen(file));
+        while (next_candidate(&search, candidate)) {
+            if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, candidate, X_OK) == 0) {
+                program = candidate;
+                break;
             }
-            directory = end;
-            if (!*end) break;
         }
     }
     PREPARE_EXEC(AT_FDCWD, program, envp, use, return EACCES);

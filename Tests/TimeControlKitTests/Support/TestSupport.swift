@@ -215,6 +215,20 @@ func keyedValues(_ text: String) -> [String: String] {
 
 let nanosecondsPerSecond: Int64 = 1_000_000_000
 
+extension Sandbox {
+    /// 2016-01-01T12:00:00Z in ns since the epoch: where tests freeze their sessions.
+    static let frozenStart: Int64 = 1_451_649_600 * nanosecondsPerSecond
+
+    /// A new sandbox whose session `name` stands frozen at ``frozenStart``.
+    static func frozenSession(_ name: String) throws -> (Sandbox, TimeSession) {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session(name)
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: frozenStart))
+        return (sandbox, session)
+    }
+}
+
 /// A program running attached to a session in the background, whose output
 /// the test reads as it comes. Every wait here has a real-time guard that
 /// only stops a hang; what the tests assert is virtual time.
