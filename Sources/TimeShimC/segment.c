@@ -149,12 +149,17 @@ static int state_valid(const struct tc_clock_state *state) {
     return 1;
 }
 
-/* The real monotonic clock never exceeds what it reads now; a plausible anchor is between t0 and now. */
+/*
+ * A plausible pending verb: one a writer could publish, anchored (if yet)
+ * at a real time read after its state's t0 — which lies up to
+ * TC_ANCHOR_LEAD_NS ahead of the clock — and not after now.
+ */
 static int pending_valid(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
     struct tc_verb verb = pending_verb(pending);
     if (!verb_valid(&verb)) return 0;
     int64_t anchor = __atomic_load_n(&pending->anchor, __ATOMIC_RELAXED);
-    return anchor == 0 || (anchor >= tc_split_to_ns(state->t0) && anchor <= tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND);
+    return anchor == 0 || (anchor >= tc_split_to_ns(state->t0) - TC_NS_PER_SECOND &&
+                           anchor <= tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND);
 }
 
 /* Copies the published copy `index` and checks it; TC_OK or TC_E_CORRUPT. */
@@ -193,13 +198,14 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
         (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
         return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
+    /* Every base an instant in range, so that their differences (the clock offsets) fit. */
+    for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++)
+        if (h->base[clock] < TC_INSTANT_MIN || h->base[clock] > TC_INSTANT_MAX) return TC_E_CORRUPT;
     for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++) {
         int track_clock = tc_track_of(clock) == TC_TRACK_WALL ? TC_VCLOCK_REALTIME : TC_VCLOCK_MONOTONIC;
         if (!split_valid(h->clock_offset[clock]) ||
             tc_split_to_ns(h->clock_offset[clock]) != h->base[clock] - h->base[track_clock])
             return TC_E_CORRUPT;
-        /* Room for a clock's offset on top of any instant of its track. */
-        if (h->base[clock] < TC_INSTANT_MIN || h->base[clock] > TC_INSTANT_MAX) return TC_E_CORRUPT;
     }
     if (tc_segment_check_state(segment) != TC_OK) return TC_E_CORRUPT;
     if (tc_segment_lock_damaged(segment)) return TC_E_CORRUPT;

@@ -150,7 +150,12 @@ struct ConcurrencyTests {
         #expect(reader.exitStatus(guardSeconds: 60) == 0)
         let values = keyedValues(reader.output)
         let gap = try #require(Double(values["max_gap_ms"] ?? ""), "\(reader.output)")
-        #expect(gap < 200, "longest gap between two reads: \(gap) ms")
+        let cpuGap = try #require(Double(values["max_cpu_gap_ms"] ?? ""), "\(reader.output)")
+        // A reader held by the writer would be held the whole 1.5 s of a stop and
+        // spin through it. On this shared machine a reader can also go unscheduled
+        // for a few hundred ms, which the CPU-time gap does not count.
+        #expect(gap < 1000, "longest real gap between two reads: \(gap) ms")
+        #expect(cpuGap < 200, "longest CPU-time gap between two reads: \(cpuGap) ms")
         #expect(values["regressions"] == "0")
         #expect(session.status().frozen)
     }
