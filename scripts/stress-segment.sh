@@ -51,7 +51,7 @@ cc -O2 -I $core/include -o "$work/gap_reader" Tests/Fixtures/gap_reader.c $core/
 cc -g -O0 -I $core/include -o "$work/writer" Tests/Fixtures/dead_writer.c $core/realclock.c $core/segment.c -lpthread
 ok=1
 figure() { printf '%-34s %s\n' "$1" "$2"; }
-sum() { awk -v key="$1" '{ for (i = 1; i < NF; i++) if ($i == key) total += $(i + 1) } END { print total + 0 }'; }
+sum() { awk -v key="$1" '{ for (i = 1; i < NF; i++) if ($i == key) total += $(i + 1) } END { printf "%.0f\n", total }'; }
 
 # ---- torn reads: whole-second ticks against two frozen-ticks readers ----
 "$timectl" --session torn freeze 2016-01-01T12:00:00Z

@@ -334,8 +334,10 @@ __attribute__((always_inline)) static inline void tc_segment_read_into(const str
                                                                      struct timespec *out) {
     const struct tc_timeline *timeline = &segment->timeline;
     uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(
-            tc_timeline_try_read(timeline, &timeline->copy[seq & 1].state, tc_track_of(vclock), seq, out), 1)) {
+    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
+    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
+                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
+    if (__builtin_expect(read, 1)) {
         tc_add_clock_offset(segment, vclock, out);
         return;
     }
