@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The test command (README, CI): builds the package and the shim (debug),
 # runs the Swift test suites with `swift test`, then the shim's own C tests
-# under ASan/UBSan and TSan, builds the documentation (warnings fail), runs
-# a throw-away package that depends on this one under plain `swift test`,
-# then builds the release build and checks timectl installed into a
+# under ASan/UBSan and TSan, each fuzz target for 10 s (scripts/fuzz.sh;
+# TIMECTL_FUZZ_SECONDS to change), builds the documentation (warnings fail),
+# runs a throw-away package that depends on this one under plain `swift
+# test`, then builds the release build and checks timectl installed into a
 # temporary prefix (man page, completions, a command run attached) and the
 # Debian package (contents, lintian, an unpacked copy run attached).
 #   scripts/test.sh [swift test arguments...]
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 scripts/build.sh -c debug
 swift test "$@"
 scripts/test-shim-sanitizers.sh
+scripts/fuzz.sh "${TIMECTL_FUZZ_SECONDS:-10}"
 scripts/docs.sh >/dev/null
 scripts/test-as-dependency.sh
 scripts/build.sh -c release

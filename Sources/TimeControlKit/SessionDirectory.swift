@@ -64,6 +64,11 @@ public struct SessionDirectory: Sendable, Hashable {
             let error = errno
             if error == ELOOP { throw .unsafeSessionDirectory(path: path, problem: "is a symbolic link") }
             if error == ENOTDIR { throw .unsafeSessionDirectory(path: path, problem: "is not a directory") }
+            // Another user created it first (a fixed name in a shared /dev/shm): say so, not just EACCES.
+            var info = stat()
+            if error == EACCES && lstat(path, &info) == 0 && info.st_uid != geteuid() {
+                throw .unsafeSessionDirectory(path: path, problem: "belongs to uid \(info.st_uid), another user")
+            }
             throw .system(call: "open", path: path, errno: Errno(rawValue: error))
         }
         let descriptor = FileDescriptor(rawValue: fd)
@@ -75,7 +80,7 @@ public struct SessionDirectory: Sendable, Hashable {
         }
         if info.st_uid != geteuid() {
             try? descriptor.close()
-            throw .unsafeSessionDirectory(path: path, problem: "belongs to uid \(info.st_uid)")
+            throw .unsafeSessionDirectory(path: path, problem: "belongs to uid \(info.st_uid), another user")
         }
         if info.st_mode & 0o077 != 0 {
             try? descriptor.close()

@@ -75,7 +75,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
         case .system(let call, let path, let errno):
             return "\(call)\(path.map { " \($0)" } ?? ""): \(errno.description)"
         case .unsafeSessionDirectory(let path, let problem):
-            return "session directory \(path) \(problem); it must be a directory owned by you with mode 0700"
+            return "session directory \(path) \(problem); it must be a directory owned by you with mode 0700 (remove it, or set TIMECTL_DIR to a private directory of yours)"
         case .shimNotFound(let searched):
             return "libTimeShim.so not found (looked in \(searched.joined(separator: ", "))); build it with scripts/build.sh or set TIMECTL_SHIM"
         case .shimBuildFailed(let source, let problem):

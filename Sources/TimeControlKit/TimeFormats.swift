@@ -173,8 +173,10 @@ public enum TimeFormats {
 
     /// Prints an instant as ISO 8601 in UTC, with a fraction only when there is one.
     public static func formatInstant(_ nanosecondsSinceEpoch: Int64) -> String {
+        // Any Int64 prints (a damaged wait-table deadline included): the remainder never overflows.
         let seconds = nanosecondsSinceEpoch.floorDivided(by: 1_000_000_000)
-        let nanos = nanosecondsSinceEpoch - seconds * 1_000_000_000
+        let remainder = nanosecondsSinceEpoch % 1_000_000_000
+        let nanos = remainder < 0 ? remainder + 1_000_000_000 : remainder
         let days = seconds.floorDivided(by: 86_400)
         let secondOfDay = seconds - days * 86_400
         let (year, month, day) = civilDate(daysSinceEpoch: days)

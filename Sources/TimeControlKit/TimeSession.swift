@@ -307,7 +307,7 @@ public final class TimeSession: Sendable {
             wallClock: TimeFormats.formatInstant(wall),
             wallClockNanoseconds: wall,
             monotonicNanoseconds: elapsedTrack,
-            elapsedNanoseconds: elapsedTrack - header.base.0,  // base[TC_VCLOCK_MONOTONIC]
+            elapsedNanoseconds: elapsedTrack.subtractingSaturating(header.base.0),  // base[TC_VCLOCK_MONOTONIC]
             frozen: anchors.rate == 0,
             rate: anchors.rate == 0 ? 0 : TimeFormats.rateFactor(anchors.rate),
             rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),

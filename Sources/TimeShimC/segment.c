@@ -48,7 +48,7 @@ const char *tc_result_phrase(int result) {
     case TC_E_TRUNCATED: return "is truncated";
     case TC_E_NOT_SEGMENT: return "is not a timectl segment";
     case TC_E_VERSION: return "has another segment layout version";
-    case TC_E_CORRUPT: return "has an inconsistent header";
+    case TC_E_CORRUPT: return "is damaged (a header field, the clock state or the writer lock fails its checks)";
     case TC_E_EXISTS: return "already exists";
     case TC_E_RANGE: return "would move a clock outside 1900-01-01..2200-01-01";
     case TC_E_INVALID: return "was given an invalid argument";
@@ -62,6 +62,122 @@ uint64_t tc_segment_expected_size(void) {
     return (size + 4095) & ~(uint64_t)4095;
 }
 
+/* ---- self-checks ---- */
+
+/* A 64-bit mix of `count` words: any change to one word changes the result. */
+static uint64_t mix_words(uint64_t hash, const uint64_t *words, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        hash ^= words[i];
+        hash *= 0x9e3779b97f4a7c15ULL;
+        hash ^= hash >> 29;
+    }
+    return hash;
+}
+
+uint64_t tc_header_check(const struct tc_segment_header *header) {
+    struct tc_segment_header copy;
+    memcpy(&copy, header, sizeof(copy));
+    copy.flags = 0;
+    copy.check = 0;
+    _Static_assert(sizeof(copy) % 8 == 0, "the header is whole words");
+    uint64_t words[sizeof(copy) / 8];
+    memcpy(words, &copy, sizeof(copy));
+    return mix_words(0x54494d4543544c06ULL, words, sizeof(words) / 8);
+}
+
+uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
+    uint64_t words[7 + 5];
+    size_t count = 7;
+    memcpy(words, state, sizeof(*state));
+    if (state->rate & TC_RATE_PENDING) {
+        /* Everything but the anchor, which a reader may store at any time. */
+        memcpy(&words[7], pending, 5 * sizeof(uint64_t));
+        count += 5;
+    }
+    uint64_t hash = mix_words(0x7374617465000006ULL, words, count);
+    return (uint32_t)(hash ^ (hash >> 32));
+}
+
+/* Nanoseconds in range, and seconds that convert to int64 nanoseconds (±285 years) with room to add one more. */
+static int split_valid(struct tc_split split) {
+    const int64_t limit = 9000000000LL;
+    return split.nsec >= 0 && split.nsec < TC_NS_PER_SECOND && split.sec > -limit && split.sec < limit;
+}
+
+static int rate_valid(uint64_t rate) { return rate == 0 || (rate >= TC_RATE_MIN && rate <= TC_RATE_MAX); }
+
+/* A verb a writer may publish: the kinds and ranges tc_anchors_apply accepts. */
+static int verb_valid(const struct tc_verb *verb) {
+    switch (verb->kind) {
+    case TC_VERB_FREEZE: return verb->wall >= TC_WALL_KEEP && verb->wall <= TC_WALL_RELATIVE;
+    case TC_VERB_SET_RATE: return verb->rate >= TC_RATE_MIN && verb->rate <= TC_RATE_MAX;
+    case TC_VERB_ADVANCE: return verb->value >= 0;
+    case TC_VERB_ADVANCE_TO: return tc_vclock_valid(verb->vclock);
+    case TC_VERB_SET_WALL: return verb->wall == TC_WALL_ABSOLUTE || verb->wall == TC_WALL_RELATIVE;
+    case TC_VERB_RESET: return 1;
+    default: return 0;
+    }
+}
+
+static struct tc_verb pending_verb(const struct tc_pending_verb *pending) {
+    struct tc_verb verb = {
+        .kind = __atomic_load_n(&pending->kind, __ATOMIC_RELAXED),
+        .wall = __atomic_load_n(&pending->wall, __ATOMIC_RELAXED),
+        .value = __atomic_load_n(&pending->value, __ATOMIC_RELAXED),
+        .rate = __atomic_load_n(&pending->rate, __ATOMIC_RELAXED),
+        .vclock = __atomic_load_n(&pending->vclock, __ATOMIC_RELAXED),
+    };
+    return verb;
+}
+
+/*
+ * A state every reader can use: nanoseconds in range, a rate in range,
+ * instants inside the supported range (with room for a running clock).
+ */
+static int state_valid(const struct tc_clock_state *state) {
+    /* t0 is a real CLOCK_MONOTONIC reading: after boot, not past now (verbs anchor 1 µs ahead). */
+    if (!split_valid(state->t0) || state->t0.sec < 0 ||
+        tc_split_to_ns(state->t0) > tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND ||
+        !rate_valid(state->rate & ~TC_RATE_PENDING))
+        return 0;
+    for (int k = 0; k < TC_TRACK_COUNT; k++) {
+        if (!split_valid(state->offset[k])) return 0;
+    }
+    struct tc_anchors anchors = tc_anchors_unpack(state);
+    for (int k = 0; k < TC_TRACK_COUNT; k++)
+        if (!tc_instant_in_range(anchors.track[k])) return 0;
+    return 1;
+}
+
+/*
+ * A plausible pending verb: one a writer could publish, anchored (if yet)
+ * at a real time read after its state's t0 — which lies up to
+ * TC_ANCHOR_LEAD_NS ahead of the clock — and not after now.
+ */
+static int pending_valid(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
+    struct tc_verb verb = pending_verb(pending);
+    if (!verb_valid(&verb)) return 0;
+    int64_t anchor = __atomic_load_n(&pending->anchor, __ATOMIC_RELAXED);
+    return anchor == 0 || (anchor >= tc_split_to_ns(state->t0) - TC_NS_PER_SECOND &&
+                           anchor <= tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND);
+}
+
+/* Copies the published copy `index` and checks it; TC_OK or TC_E_CORRUPT. */
+static int load_published(const struct tc_timeline *timeline, uint32_t index, struct tc_clock_state *state,
+                          struct tc_pending_verb *pending);
+
+int tc_segment_check_state(const struct tc_segment *segment) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    for (;;) {
+        uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+        struct tc_clock_state state;
+        struct tc_pending_verb pending;
+        int result = load_published(timeline, seq & 1, &state, &pending);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        if (__atomic_load_n(&timeline->seq, __ATOMIC_RELAXED) == seq) return result;
+    }
+}
+
 int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, uint32_t file_uid) {
     const struct tc_segment_header *h = &segment->header;
     if (memcmp(h->magic, TC_SEGMENT_MAGIC, sizeof(h->magic)) != 0) return TC_E_NOT_SEGMENT;
@@ -69,15 +185,34 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
     if (h->header_size != sizeof(struct tc_segment)) return TC_E_CORRUPT;
     if (h->total_size > file_size) return TC_E_TRUNCATED;
     if (h->total_size != file_size) return TC_E_CORRUPT;
+    if (h->check != tc_header_check(h)) return TC_E_CORRUPT;
     if (h->owner_uid != file_uid) return TC_E_CORRUPT;
-    if (h->proc_offset < sizeof(struct tc_segment) || h->proc_offset % 64 != 0) return TC_E_CORRUPT;
-    if ((uint64_t)h->proc_offset + (uint64_t)h->proc_capacity * sizeof(struct tc_proc_slot) > file_size)
+    if (h->flags & ~TC_SEGMENT_FLAG_REMOVED) return TC_E_CORRUPT;
+    if (h->proc_offset < sizeof(struct tc_segment) || h->proc_offset % 64 != 0 || h->proc_capacity == 0 ||
+        h->proc_capacity > 1u << 20)
         return TC_E_CORRUPT;
-    if (h->wait_offset < h->proc_offset || h->wait_offset % 16 != 0 || h->wait_capacity == 0 ||
+    uint64_t proc_end = (uint64_t)h->proc_offset + (uint64_t)h->proc_capacity * sizeof(struct tc_proc_slot);
+    if (proc_end > file_size) return TC_E_CORRUPT;
+    if (h->wait_offset < proc_end || h->wait_offset % 16 != 0 || h->wait_capacity == 0 ||
         h->wait_capacity > TC_WAIT_MAP_WORDS * 64 ||
         (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
         return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
+    /* Every base an instant in range, so that their differences (the clock offsets) fit. */
+    for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++)
+        if (h->base[clock] < TC_INSTANT_MIN || h->base[clock] > TC_INSTANT_MAX) return TC_E_CORRUPT;
+    for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++) {
+        int track_clock = tc_track_of(clock) == TC_TRACK_WALL ? TC_VCLOCK_REALTIME : TC_VCLOCK_MONOTONIC;
+        if (!split_valid(h->clock_offset[clock]) ||
+            tc_split_to_ns(h->clock_offset[clock]) != h->base[clock] - h->base[track_clock])
+            return TC_E_CORRUPT;
+    }
+    if (tc_segment_check_state(segment) != TC_OK) return TC_E_CORRUPT;
+    if (tc_segment_lock_damaged(segment)) return TC_E_CORRUPT;
+    int32_t scheduler = __atomic_load_n(&segment->scheduler_pid, __ATOMIC_RELAXED);
+    if (scheduler < 0 || scheduler > TC_PID_MAX ||
+        __atomic_load_n(&segment->scheduler_kind, __ATOMIC_RELAXED) > TC_SCHEDULER_HARNESS)
+        return TC_E_CORRUPT;
     return TC_OK;
 }
 
@@ -162,15 +297,11 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
     struct tc_anchors anchors = {.t0 = base[TC_VCLOCK_MONOTONIC], .rate = TC_RATE_ONE};
     anchors.track[TC_TRACK_ELAPSED] = base[TC_VCLOCK_MONOTONIC];
     anchors.track[TC_TRACK_WALL] = base[TC_VCLOCK_REALTIME];
-    tc_anchors_pack(&segment->timeline.current, &anchors);
-    segment->timeline.backup = segment->timeline.current;
-
-    pthread_mutexattr_t attr;
-    pthread_mutexattr_init(&attr);
-    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-    pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    pthread_mutex_init(&segment->writer_lock, &attr);
-    pthread_mutexattr_destroy(&attr);
+    for (int copy = 0; copy < 2; copy++) {
+        tc_anchors_pack(&segment->timeline.copy[copy].state, &anchors);
+        segment->timeline.copy[copy].check = tc_state_check(&segment->timeline.copy[copy].state, NULL);
+    }
+    h->check = tc_header_check(h);
 }
 
 int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
@@ -210,7 +341,7 @@ int tc_segment_create(int dirfd, const char *name, const char *file_name, struct
     return result;
 }
 
-/* ---- the timeline's seqlock ---- */
+/* ---- the timeline's latch ---- */
 
 static void load_split(struct tc_split *to, const struct tc_split *from) {
     to->sec = __atomic_load_n(&from->sec, __ATOMIC_RELAXED);
@@ -234,151 +365,302 @@ static void store_state(struct tc_clock_state *to, const struct tc_clock_state *
     for (int k = 0; k < TC_TRACK_COUNT; k++) store_split(&to->offset[k], &from->offset[k]);
 }
 
-/* True when no live thread holds the writer lock (its holder died, or it was released). */
-static int writer_gone(const struct tc_segment *segment) {
-    int word = __atomic_load_n(&segment->writer_lock.__data.__lock, __ATOMIC_ACQUIRE);
-    return (word & FUTEX_TID_MASK) == 0 || (word & FUTEX_OWNER_DIED) != 0;
+static void load_pending(struct tc_pending_verb *to, const struct tc_pending_verb *from) {
+    struct tc_verb verb = pending_verb(from);
+    to->kind = verb.kind;
+    to->wall = verb.wall;
+    to->value = verb.value;
+    to->rate = verb.rate;
+    to->vclock = verb.vclock;
+    to->reserved = 0;
+    to->real_offset = __atomic_load_n(&from->real_offset, __ATOMIC_RELAXED);
+    to->anchor = __atomic_load_n(&from->anchor, __ATOMIC_RELAXED);
 }
 
-static void cpu_relax(void) {
-#if defined(__x86_64__)
-    __asm__ volatile("pause");
-#elif defined(__aarch64__)
-    __asm__ volatile("yield");
-#endif
+static int load_published(const struct tc_timeline *timeline, uint32_t index, struct tc_clock_state *state,
+                          struct tc_pending_verb *pending) {
+    const struct tc_published *copy = &timeline->copy[index];
+    load_state(state, &copy->state);
+    load_pending(pending, &timeline->pending[index]);
+    uint32_t check = __atomic_load_n(&copy->check, __ATOMIC_RELAXED);
+    if (check != tc_state_check(state, pending) || !state_valid(state)) return TC_E_CORRUPT;
+    if ((state->rate & TC_RATE_PENDING) && !pending_valid(state, pending)) return TC_E_CORRUPT;
+    return TC_OK;
 }
 
 /*
- * seq was odd. A live writer finishes in well under a microsecond, so spin
- * a little, then yield. Returns 1 once the writer is known dead: then the
- * backup is the last complete state, valid until a new writer changes seq.
+ * The anchor of a pending verb: the real monotonic time it takes effect.
+ * The first process to need it stores the real time it read after seeing
+ * the verb published, so every reader that read the state before the verb
+ * did so before the anchor, and a verb that slows the clock never moves it
+ * back, however long its writer was stopped before publishing it.
  */
-static int writer_died_mid_verb(const struct tc_segment *segment, unsigned spins) {
-    if (spins < 64) {
-        cpu_relax();
-        return 0;
+static int64_t pending_anchor(struct tc_pending_verb *shared, int64_t real_now) {
+    int64_t anchor = __atomic_load_n(&shared->anchor, __ATOMIC_ACQUIRE);
+    if (anchor == 0 && !__atomic_compare_exchange_n(&shared->anchor, &anchor, real_now, 0, __ATOMIC_ACQ_REL,
+                                                    __ATOMIC_ACQUIRE))
+        return anchor;
+    return anchor == 0 ? real_now : anchor;
+}
+
+/*
+ * The state a pending verb leads to: the verb applied at its anchor, with
+ * timectl_timeline.h's arithmetic, exactly as its writer will publish it.
+ * A verb that no longer fits the range at that anchor leaves the state as
+ * it was (the writer reports it as refused).
+ */
+static int resolve_pending(const struct tc_segment *segment, const struct tc_clock_state *before,
+                           const struct tc_pending_verb *pending, int64_t anchor, struct tc_anchors *out) {
+    struct tc_clock_state state = *before;
+    state.rate &= ~TC_RATE_PENDING;
+    *out = tc_anchors_unpack(&state);
+    struct tc_anchors applied = *out;
+    struct tc_verb verb = pending_verb(pending);
+    struct tc_real_now now = {anchor, anchor + pending->real_offset};
+    int result = tc_anchors_apply(&applied, &segment->header, &verb, now);
+    if (result == TC_OK) *out = applied;
+    return result;
+}
+
+/* Reads copy `index` under `seq` into anchors (a pending verb resolved); 0 if seq changed meanwhile. */
+static int read_copy(const struct tc_segment *segment, uint32_t seq, struct tc_anchors *anchors, int64_t *real_now) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t index = seq & 1;
+    struct tc_clock_state state;
+    load_state(&state, &timeline->copy[index].state);
+    *real_now = tc_real_ns(CLOCK_MONOTONIC);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (state.rate & TC_RATE_PENDING) {
+        struct tc_pending_verb pending;
+        load_pending(&pending, &timeline->pending[index]);
+        /* Readers do not write into the mapping unless the anchor is unset, once per verb. */
+        int64_t anchor = pending_anchor((struct tc_pending_verb *)&timeline->pending[index], *real_now);
+        resolve_pending(segment, &state, &pending, anchor, anchors);
+    } else {
+        *anchors = tc_anchors_unpack(&state);
     }
-    if (!writer_gone(segment)) {
-        tc_raw_syscall(SYS_sched_yield, 0);
-        return 0;
-    }
-    return 1;
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return __atomic_load_n(&timeline->seq, __ATOMIC_RELAXED) == seq;
 }
 
 void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out) {
     const struct tc_timeline *timeline = &segment->timeline;
     int track = tc_track_of(vclock);
-    for (unsigned spins = 0;; spins++) {
+    for (;;) {
         uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-        int stalled = seq & 1;
-        if (stalled && !writer_died_mid_verb(segment, spins)) continue;
-        if (tc_timeline_try_read(timeline, stalled ? &timeline->backup : &timeline->current, track, seq, out)) {
-            tc_add_clock_offset(segment, vclock, out);
-            return;
+        const struct tc_clock_state *state = &timeline->copy[seq & 1].state;
+        if (!(__atomic_load_n(&state->rate, __ATOMIC_RELAXED) & TC_RATE_PENDING)) {
+            if (tc_timeline_try_read(timeline, state, track, seq, out)) break;
+            continue;
+        }
+        struct tc_anchors anchors;
+        int64_t real_now;
+        if (read_copy(segment, seq, &anchors, &real_now)) {
+            *out = tc_timespec_from_ns(tc_anchors_value(&anchors, track, real_now));
+            break;
         }
     }
+    tc_add_clock_offset(segment, vclock, out);
+}
+
+uint64_t tc_segment_rate(const struct tc_segment *segment) {
+    struct tc_anchors anchors;
+    int64_t real_now;
+    while (!read_copy(segment, __atomic_load_n(&segment->timeline.seq, __ATOMIC_ACQUIRE), &anchors, &real_now)) {
+    }
+    return anchors.rate;
 }
 
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state) {
-    const struct tc_timeline *timeline = &segment->timeline;
-    for (unsigned spins = 0;; spins++) {
-        uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-        int stalled = seq & 1;
-        if (stalled && !writer_died_mid_verb(segment, spins)) continue;
-        load_state(state, stalled ? &timeline->backup : &timeline->current);
-        __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        if (__atomic_load_n(&timeline->seq, __ATOMIC_RELAXED) == seq) return;
+    struct tc_anchors anchors;
+    int64_t real_now;
+    while (!read_copy(segment, __atomic_load_n(&segment->timeline.seq, __ATOMIC_ACQUIRE), &anchors, &real_now)) {
     }
-}
-
-/* A writer died inside a verb: put back the state from before it. */
-static void repair_after_dead_writer(struct tc_segment *segment) {
-    struct tc_timeline *timeline = &segment->timeline;
-    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_RELAXED);
-    if (seq & 1) {
-        struct tc_clock_state backup;
-        load_state(&backup, &timeline->backup);
-        store_state(&timeline->current, &backup);
-        __atomic_store_n(&timeline->seq, seq + 1, __ATOMIC_RELEASE);
-    }
-    __atomic_store_n(&timeline->writer_pid, 0, __ATOMIC_RELAXED);
+    tc_anchors_pack(state, &anchors);
 }
 
 /*
- * Polls with trylock rather than blocking in pthread_mutex_clocklock: in the
- * shim (a controlled program setting the clock takes this lock) that name
- * is the shim's own interposer, which would wait on the session's virtual
- * clock and list the wait in the session. The lock is held for a verb's few
- * microseconds, so polling costs nothing in practice.
+ * Publishes `state` (and the pending verb, if its rate says so) in the copy
+ * readers are not using, then moves them to it. Caller holds the writer
+ * lock; returns the new seq.
  */
-int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure) {
-    int64_t deadline = tc_real_ns(CLOCK_MONOTONIC) + timeout_ns;
-    int r;
-    while ((r = pthread_mutex_trylock(&segment->writer_lock)) == EBUSY) {
-        if (tc_real_ns(CLOCK_MONOTONIC) >= deadline) break;
-        struct timespec pause = {0, 50000};
-        tc_raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, 0);
+static uint32_t publish(struct tc_timeline *timeline, uint32_t seq, const struct tc_clock_state *state,
+                        const struct tc_pending_verb *pending) {
+    uint32_t index = (seq + 1) & 1;
+    /* Readers of this copy (from before the last publication) must see seq moved if they see any store below. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (pending) {
+        struct tc_pending_verb *to = &timeline->pending[index];
+        __atomic_store_n(&to->kind, pending->kind, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->wall, pending->wall, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->value, pending->value, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->rate, pending->rate, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->vclock, pending->vclock, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->real_offset, pending->real_offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->anchor, 0, __ATOMIC_RELAXED);
     }
-    if (r == EOWNERDEAD) {
-        repair_after_dead_writer(segment);
-        pthread_mutex_consistent(&segment->writer_lock);
-        return TC_OK;
-    }
-    if (r == EBUSY) return fail(failure, TC_E_LOCK_TIMEOUT);
-    if (r == ENOTRECOVERABLE) return fail(failure, TC_E_CORRUPT);
-    if (r != 0) return fail_syscall(failure, "pthread_mutex_trylock", -r);
-    return TC_OK;
+    store_state(&timeline->copy[index].state, state);
+    __atomic_store_n(&timeline->copy[index].check, tc_state_check(state, pending), __ATOMIC_RELAXED);
+    __atomic_store_n(&timeline->seq, seq + 1, __ATOMIC_RELEASE);
+    /* The real time read next must come after every reader can see the new copy. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return seq + 1;
 }
 
-int tc_segment_try_lock(struct tc_segment *segment) {
-    int r = pthread_mutex_trylock(&segment->writer_lock);
-    if (r == EOWNERDEAD) {
-        repair_after_dead_writer(segment);
-        pthread_mutex_consistent(&segment->writer_lock);
-        return TC_OK;
+/* Resolves a pending verb left published by its writer (stopped short, or killed): the latch's repair. */
+static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const struct tc_clock_state *current,
+                                 struct tc_clock_state *resolved, int *verb_result) {
+    struct tc_timeline *timeline = &segment->timeline;
+    struct tc_pending_verb pending;
+    load_pending(&pending, &timeline->pending[seq & 1]);
+    int64_t anchor = pending_anchor(&timeline->pending[seq & 1], tc_real_ns(CLOCK_MONOTONIC));
+    struct tc_anchors anchors;
+    int result = resolve_pending(segment, current, &pending, anchor, &anchors);
+    if (verb_result) *verb_result = result;
+    tc_anchors_pack(resolved, &anchors);
+    return publish(timeline, seq, resolved, NULL);
+}
+
+/*
+ * Applies a verb in two publications: the verb pending on the old state,
+ * then the state it leads to. Checks everything before touching anything: a
+ * refused verb leaves the segment as it was.
+ */
+int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published) {
+    if (!verb_valid(verb)) return TC_E_INVALID;
+    struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    struct tc_clock_state state;
+    struct tc_pending_verb left;
+    if (load_published(timeline, seq & 1, &state, &left) != TC_OK) return TC_E_CORRUPT;
+    if (state.rate & TC_RATE_PENDING) {
+        struct tc_clock_state resolved;
+        seq = publish_resolved(segment, seq, &state, &resolved, NULL);
+        state = resolved;
     }
-    return r == 0 ? TC_OK : TC_E_LOCK_TIMEOUT;
+
+    struct tc_real_now now = {tc_real_ns(CLOCK_MONOTONIC), tc_real_ns(CLOCK_REALTIME)};
+    struct tc_anchors trial = tc_anchors_unpack(&state);
+    int result = tc_anchors_apply(&trial, &segment->header, verb, now);
+    if (result != TC_OK) return result;
+
+    struct tc_pending_verb pending = {
+        .kind = verb->kind, .wall = verb->wall, .value = verb->value, .rate = verb->rate,
+        .vclock = verb->vclock, .real_offset = now.realtime - now.monotonic,
+    };
+    struct tc_clock_state before = state;
+    before.rate |= TC_RATE_PENDING;
+    seq = publish(timeline, seq, &before, &pending);
+    seq = publish_resolved(segment, seq, &before, &state, &result);
+
+    __atomic_fetch_add(&segment->verbs_applied, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&segment->generation, 1, __ATOMIC_RELEASE);
+    tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+    if (published) *published = state;
+    return result;
+}
+
+/* ---- the writer lock ---- */
+
+/* The start time of a process in clock ticks after boot (field 22 of /proc/PID/stat); 0 if it is gone. */
+static uint64_t process_start_time(int32_t pid) {
+    char path[32] = "/proc/", digits[12], buffer[1024];
+    int count = 0;
+    for (uint32_t rest = (uint32_t)pid; count == 0 || rest; rest /= 10) digits[count++] = (char)('0' + rest % 10);
+    size_t at = strlen(path);
+    while (count) path[at++] = digits[--count];
+    memcpy(path + at, "/stat", 6);
+    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    long length = tc_raw_syscall(SYS_read, fd, buffer, sizeof(buffer) - 1);
+    tc_raw_syscall(SYS_close, fd);
+    if (length <= 0) return 0;
+    buffer[length] = 0;
+    const char *field = strrchr(buffer, ')');
+    if (!field) return 0;
+    /* Field 2 ends at the last ')'; field 22 is 20 fields further. */
+    for (int n = 0; n < 20 && field; n++) field = strchr(field + 1, ' ');
+    if (!field) return 0;
+    uint64_t ticks = 0;
+    for (field++; *field >= '0' && *field <= '9'; field++) ticks = ticks * 10 + (uint64_t)(*field - '0');
+    return ticks;
+}
+
+static int32_t lock_owner_pid(uint64_t owner) { return (int32_t)(owner & 0xffffffffu); }
+static uint32_t lock_owner_started(uint64_t owner) { return (uint32_t)(owner >> 32); }
+
+/* This process as a lock owner; recomputed after fork. */
+static uint64_t own_lock_word(void) {
+    static uint64_t cached;
+    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    uint64_t word = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (lock_owner_pid(word) != pid) {
+        uint64_t started = process_start_time(pid);
+        word = tc_lock_owner(pid, started ? started : 1);
+        __atomic_store_n(&cached, word, __ATOMIC_RELAXED);
+    }
+    return word;
+}
+
+/* The holder named by `owner` is gone: its pid is free, or names a process that started at another time. */
+static int lock_owner_gone(uint64_t owner) {
+    int32_t pid = lock_owner_pid(owner);
+    if (tc_raw_syscall(SYS_kill, pid, 0) == -ESRCH) return 1;
+    uint64_t started = process_start_time(pid);
+    return started != 0 && (uint32_t)started != lock_owner_started(owner);
+}
+
+static int lock_owner_plausible(uint64_t owner) {
+    int32_t pid = lock_owner_pid(owner);
+    /* Start times are clock ticks after boot: at most 1000 a second (CONFIG_HZ). */
+    uint64_t uptime_ticks = (uint64_t)tc_real_ns(CLOCK_BOOTTIME) / 1000000 + 1000;
+    return pid > 0 && pid <= TC_PID_MAX && lock_owner_started(owner) != 0 &&
+           (uptime_ticks > UINT32_MAX || lock_owner_started(owner) <= uptime_ticks);
+}
+
+int tc_segment_lock_damaged(const struct tc_segment *segment) {
+    uint64_t owner = __atomic_load_n(&segment->writer_lock, __ATOMIC_ACQUIRE);
+    return owner != 0 && !lock_owner_plausible(owner);
+}
+
+/*
+ * A compare-and-swap lock polled with short sleeps: the lock is held for a
+ * verb's few microseconds, and no libc lock is involved (in the shim,
+ * pthread's timed locks are the shim's own interposers). Its word names its
+ * holder, so a dead holder is replaced and a damaged word is reported.
+ */
+int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure) {
+    uint64_t self = own_lock_word();
+    int64_t deadline = tc_real_ns(CLOCK_MONOTONIC) + timeout_ns;
+    for (unsigned attempt = 0;; attempt++) {
+        uint64_t owner = __atomic_load_n(&segment->writer_lock, __ATOMIC_ACQUIRE);
+        if (owner == 0 || (lock_owner_plausible(owner) && owner != self && lock_owner_gone(owner))) {
+            if (__atomic_compare_exchange_n(&segment->writer_lock, &owner, self, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                return TC_OK;
+            continue;
+        }
+        if (!lock_owner_plausible(owner)) return fail(failure, TC_E_CORRUPT);
+        if (tc_real_ns(CLOCK_MONOTONIC) >= deadline) return fail(failure, TC_E_LOCK_TIMEOUT);
+        struct timespec pause = {0, attempt < 20 ? 20000 : 200000};
+        tc_raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, 0);
+    }
+}
+
+/* One attempt, never a wait: for a writer whose verb may as well be skipped when another is under way. */
+int tc_segment_try_lock(struct tc_segment *segment) {
+    uint64_t owner = __atomic_load_n(&segment->writer_lock, __ATOMIC_ACQUIRE);
+    if (owner != 0 && !(lock_owner_plausible(owner) && owner != own_lock_word() && lock_owner_gone(owner)))
+        return TC_E_LOCK_TIMEOUT;
+    return __atomic_compare_exchange_n(&segment->writer_lock, &owner, own_lock_word(), 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_ACQUIRE)
+               ? TC_OK
+               : TC_E_LOCK_TIMEOUT;
 }
 
 void tc_segment_unlock(struct tc_segment *segment) {
-    pthread_mutex_unlock(&segment->writer_lock);
-}
-
-int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published) {
-    struct tc_timeline *timeline = &segment->timeline;
-    /* A signal handler in this thread that read the clock would spin on the odd seq forever. */
-    sigset_t all, saved;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-
-    struct tc_clock_state state;
-    load_state(&state, &timeline->current);
-    store_state(&timeline->backup, &state);
-    __atomic_store_n(&timeline->writer_pid, (int32_t)tc_raw_syscall(SYS_getpid, 0), __ATOMIC_RELAXED);
-    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_RELEASE);
-    __atomic_store_n(&timeline->seq, seq + 1, __ATOMIC_RELAXED);
-    /* The real time must be read after every reader can see the odd seq. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-
-    struct tc_real_now now = {tc_real_ns(CLOCK_MONOTONIC), tc_real_ns(CLOCK_REALTIME)};
-    struct tc_anchors anchors = tc_anchors_unpack(&state);
-    int result = tc_anchors_apply(&anchors, &segment->header, verb, now);
-    if (result == TC_OK) {
-        tc_anchors_pack(&state, &anchors);
-        store_state(&timeline->current, &state);
-    }
-    __atomic_store_n(&timeline->seq, seq + 2, __ATOMIC_RELEASE);
-    __atomic_store_n(&timeline->writer_pid, 0, __ATOMIC_RELAXED);
-
-    if (result == TC_OK) {
-        __atomic_fetch_add(&segment->verbs_applied, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&segment->generation, 1, __ATOMIC_RELEASE);
-        tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAKE, INT_MAX, 0, 0, 0);
-        if (published) *published = state;
-    }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    return result;
+    uint64_t self = own_lock_word();
+    __atomic_compare_exchange_n(&segment->writer_lock, &self, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }
 
 void tc_segment_mark_removed(struct tc_segment *segment) {
@@ -549,12 +831,14 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     const struct tc_wait_slot *entry = &tc_segment_waits(segment)[slot];
     uint64_t owner = __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE);
     if (owner == 0 || owner == TC_WAIT_CLAIMING) return 0;
+    if (tc_wait_owner_pid(owner) <= 0 || tc_wait_owner_pid(owner) > TC_PID_MAX) return 0;
     out->owner = owner;
     out->kind = __atomic_load_n(&entry->kind, __ATOMIC_RELAXED);
     out->vclock = __atomic_load_n(&entry->vclock, __ATOMIC_RELAXED);
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
-    return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock);
+    return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock) &&
+           out->kind >= TC_WAIT_SLEEP && out->kind <= TC_WAIT_ALARM;
 }
 
 uint32_t tc_wait_collect(const struct tc_segment *segment, struct tc_wait_slot *out, uint32_t *slots,

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import TimeControlKit
 
-@Suite("Concurrent verbs and readers")
+@Suite("Concurrent verbs and readers", .serialized)
 struct ConcurrencyTests {
     @Test("200 concurrent 'timectl tick 1' leave the clock exactly 200 s ahead")
     func concurrentTicksAreSerialised() throws {
@@ -89,9 +89,7 @@ struct ConcurrencyTests {
         let session = try sandbox.session("crash")
         let wall: Int64 = 1_451_649_600_000_000_000
         try session.freeze(at: .absolute(nanosecondsSinceEpoch: wall))
-        let include = Build.packageRoot + "/Sources/TimeShimC"
-        let writer = try CFixture.path("dead_writer", flags: ["-I", include + "/include", include + "/realclock.c", include + "/segment.c"])
-        let crashed = try runProgram(writer, [session.segmentPath], environment: sandbox.environment)
+        let crashed = try runProgram(try Self.writer(), [session.segmentPath], environment: sandbox.environment)
         #expect(crashed.status == 128 + SIGKILL)
 
         // Readers get the last complete state, promptly.
@@ -105,6 +103,71 @@ struct ConcurrencyTests {
         #expect(try sandbox.timectl("--session", "crash", "tick", "1").status == 0)
         #expect(session.wallClockNanoseconds == wall + nanosecondsPerSecond)
         #expect(session.status().frozen)
+    }
+
+    /// A writer killed between a verb's two publications leaves the verb
+    /// pending: readers already see it whole, and the next writer resolves it.
+    @Test("a writer killed between a verb's two publications leaves the whole verb")
+    func deadWriterWithPendingVerb() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("pending")
+        let wall: Int64 = 1_451_649_600_000_000_000
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: wall))
+        let crashed = try runProgram(try Self.writer(), [session.segmentPath, "pending"], environment: sandbox.environment)
+        #expect(crashed.status == 128 + SIGKILL)
+
+        let probe = try CFixture.path("clock_probe")
+        let read = try sandbox.runAttached(session: "pending", [probe], guardSeconds: 30)
+        #expect(!read.timedOut)
+        #expect(keyedValues(read.stdout)["CLOCK_REALTIME"] == String(wall + 5 * nanosecondsPerSecond))
+        #expect(try sandbox.timectl("--session", "pending", "tick", "1").status == 0)
+        #expect(session.wallClockNanoseconds == wall + 6 * nanosecondsPerSecond)
+        #expect(session.status().frozen)
+        #expect(try sandbox.timectl("--session", "pending", "status").status == 0)
+    }
+
+    /// SPEC §7 (issue 13): a writer held by a debugger inside the functions
+    /// that publish a verb, 1.5 s at each stop, never holds a reader in
+    /// another process, and no monotonic clock goes back.
+    @Test("a writer stopped mid-verb never holds readers in other processes", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/gdb")))
+    func stoppedWriter() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("stopped")
+        try session.apply(.run(at: .realTime))
+        let reader = try AttachedRun(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c"])), "12"])
+        #expect(reader.line(startingWith: "started") != nil)
+        let script = Build.packageRoot + "/Tests/Fixtures/stop_writer.gdb"
+        // gdb waits for its inferior with SIGCHLD, which the test process's children inherit blocked.
+        let unblocked = ["-c", "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); os.execv(sys.argv[1], sys.argv[1:])"]
+        let debugged = try runProgram("/usr/bin/python3", unblocked + ["/usr/bin/gdb", "-q", "-nx", "-batch", "-x", script, "--args", try Self.writer(), session.segmentPath, "verbs", "1"],
+                                      environment: sandbox.environment, guardSeconds: 60)
+        #expect(debugged.status == 0, "\(debugged.stderr)")
+        // Three stops (the pending verb, its resolution, the resolved state), each held twice.
+        #expect(debugged.stdout.components(separatedBy: "Breakpoint ").count - 1 >= 3 + 2, "\(debugged.stdout)")
+        #expect(debugged.stdout.contains("verbs 1"))
+        #expect(reader.exitStatus(guardSeconds: 60) == 0)
+        let values = keyedValues(reader.output)
+        let gap = try #require(Double(values["max_gap_ms"] ?? ""), "\(reader.output)")
+        let cpuGap = try #require(Double(values["max_cpu_gap_ms"] ?? ""), "\(reader.output)")
+        // A reader held by the writer would be held the whole 1.5 s of a stop and
+        // spin through it. On this shared machine a reader can also go unscheduled
+        // for a few hundred ms, which the CPU-time gap does not count.
+        #expect(gap < 1000, "longest real gap between two reads: \(gap) ms")
+        #expect(cpuGap < 200, "longest CPU-time gap between two reads: \(cpuGap) ms")
+        #expect(values["regressions"] == "0")
+        #expect(session.status().frozen)
+    }
+
+    static func writer() throws -> String {
+        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "segment.c"]))
+    }
+
+    /// Compiler flags that build a fixture with the shim's shared core files.
+    static func coreFlags(_ files: [String]) -> [String] {
+        let core = Build.packageRoot + "/Sources/TimeShimC"
+        return ["-I", core + "/include"] + files.map { core + "/" + $0 }
     }
 
     @Test("two sessions used at the same time stay independent")

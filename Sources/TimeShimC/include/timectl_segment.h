@@ -25,7 +25,6 @@
 #ifndef TIMECTL_SEGMENT_H
 #define TIMECTL_SEGMENT_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,7 +33,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 5u
+#define TC_SEGMENT_VERSION 6u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -85,23 +84,55 @@ struct tc_clock_state {
 };
 
 /*
- * The timeline, in its own cache lines. `seq` and `current` share the first
- * line, so a clock read touches one line.
- *
- * Writers (holding the writer lock): copy current → backup, seq := odd
- * (full fence), take the real time, write current, seq := even.
- * Readers: retry while seq is odd or changed during the read. A reader that
- * finds seq odd for long and `writer_pid` dead reads `backup`, the last
- * complete state, so a writer killed mid-verb never hangs or tears readers;
- * the next writer restores current from backup.
+ * A published copy of the state, one cache line. `check` is
+ * tc_state_check() of the state (and of the pending verb, when the rate
+ * carries TC_RATE_PENDING); verbs, status and attaching processes verify it,
+ * clock reads do not.
+ */
+struct tc_published {
+    struct tc_clock_state state;
+    uint32_t check;
+    uint32_t reserved;
+};
+
+/*
+ * A verb published before it took effect: its state copy is the state
+ * before the verb with TC_RATE_PENDING set in `rate`, and the verb takes
+ * effect at `anchor`, the real CLOCK_MONOTONIC ns that the first process to
+ * read it (a reader or the writer itself) stores with a compare-and-swap
+ * from 0. See "The timeline" in docs/segment.md for why.
+ */
+struct tc_pending_verb {
+    int32_t kind;                      /* struct tc_verb's fields (timectl_timeline.h) */
+    int32_t wall;
+    int64_t value;
+    uint64_t rate;
+    int32_t vclock;
+    int32_t reserved;
+    int64_t real_offset;               /* real CLOCK_REALTIME − CLOCK_MONOTONIC when the verb was issued */
+    int64_t anchor;                    /* 0 until the verb took effect; written once */
+    uint8_t padding[16];
+};
+
+/*
+ * The timeline: a latch (the kernel's seqcount_latch) over two copies.
+ * Readers use copy[seq & 1] and retry only if seq changed during the read,
+ * never waiting: the writer (holding the writer lock) only ever writes the
+ * copy readers are not using, then bumps seq. A verb is published twice:
+ * first as a pending verb on the old state (readers compute its effect at
+ * the anchor they agree on), then resolved into a plain state with the same
+ * values. A writer stopped or killed anywhere leaves a complete copy
+ * selected; the next writer resolves a pending one.
  */
 struct tc_timeline {
     uint32_t seq;
-    int32_t writer_pid;                /* pid inside the write, 0 outside */
-    struct tc_clock_state current;     /* ends the first cache line */
-    struct tc_clock_state backup;
-    uint8_t padding[8];
+    uint8_t seq_padding[60];
+    struct tc_published copy[2];
+    struct tc_pending_verb pending[2];
 };
+
+/* In a published rate: the copy holds the state before a pending verb. */
+#define TC_RATE_PENDING (1ULL << 63)
 
 struct tc_segment_header {
     char magic[8];                     /* TC_SEGMENT_MAGIC */
@@ -119,6 +150,9 @@ struct tc_segment_header {
     uint32_t wait_offset;              /* byte offset of the wait table */
     uint32_t wait_capacity;            /* its number of slots */
     char name[TC_SESSION_NAME_MAX];    /* session name, NUL-terminated */
+    /* tc_header_check() of every field above except `flags`: a damaged
+       header is refused when a process attaches or timectl opens it. */
+    uint64_t check;
 };
 
 /* Set (atomically) by `timectl session remove` just before it unlinks the file. */
@@ -135,9 +169,9 @@ enum tc_scheduler_kind {
 struct tc_segment {
     struct tc_segment_header header;
     uint8_t header_padding[256 - sizeof(struct tc_segment_header)];
-    struct tc_timeline timeline;       /* cache lines 4 and 5 */
+    struct tc_timeline timeline;       /* cache lines 4 to 8 */
     /* Bumped by every verb that changes the timeline; waiters FUTEX_WAIT on it. */
-    uint32_t generation;               /* cache line 6 */
+    uint32_t generation;               /* cache line 9 */
     /* Bumped whenever a wait-table slot is claimed or freed; woken (FUTEX_WAKE)
        only while wait_watchers > 0, i.e. while a harness waits for waits or
        a scheduler runs. */
@@ -155,19 +189,25 @@ struct tc_segment {
     uint64_t scheduler_started;
     uint32_t scheduler_kind;           /* enum tc_scheduler_kind */
     uint8_t generation_padding[20];
-    /* Robust, process-shared: a writer that dies holding it is recovered. */
-    pthread_mutex_t writer_lock;       /* cache line 7 */
-    uint8_t lock_padding[64 - sizeof(pthread_mutex_t)];
-    /* Which wait-table slots are in use, one bit each (lines 8–15): a
+    /* The writer lock (cache line 10): 0 when free, else the holder as
+       tc_lock_owner(pid, start time), taken by compare-and-swap. A holder
+       that died (its pid gone, or now naming a process that started at
+       another time) is replaced by compare-and-swap; a value that names no
+       possible process is reported as a damaged segment. */
+    uint64_t writer_lock;
+    uint8_t lock_padding[56];
+    /* Which wait-table slots are in use, one bit each (lines 11–18): a
        scheduler scans 64 words, not the whole table. A bit is set after its
        slot is claimed and cleared after it is freed, so it may be briefly
        stale; readers check the slot itself. */
     uint64_t wait_map[TC_WAIT_MAP_WORDS];
 };
 
-_Static_assert(sizeof(struct tc_clock_state) == 56, "a state fits a cache line beside seq");
-_Static_assert(offsetof(struct tc_timeline, current) + sizeof(struct tc_clock_state) == 64,
-               "seq and the current state share one cache line");
+_Static_assert(sizeof(struct tc_clock_state) == 56, "a state and its check fill a cache line");
+_Static_assert(sizeof(struct tc_published) == 64, "a published copy is one cache line");
+_Static_assert(sizeof(struct tc_pending_verb) == 64, "a pending verb is one cache line");
+_Static_assert(offsetof(struct tc_timeline, copy) == 64, "the copies start a cache line");
+_Static_assert(sizeof(struct tc_segment_header) <= 256, "the header fits its 256 bytes");
 _Static_assert(offsetof(struct tc_segment, timeline) % 64 == 0, "timeline starts a cache line");
 _Static_assert(offsetof(struct tc_segment, generation) % 64 == 0, "generation has its own cache line");
 _Static_assert(offsetof(struct tc_segment, writer_lock) % 64 == 0, "the lock has its own cache line");

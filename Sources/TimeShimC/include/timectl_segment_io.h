@@ -45,8 +45,22 @@ uint64_t tc_segment_expected_size(void);
  */
 int tc_segment_open(int dirfd, const char *path, struct tc_mapping *mapping, struct tc_failure *failure);
 
-/* Checks a mapped segment's header against the file it came from. */
+/*
+ * Checks a mapped segment against the file it came from: every header field
+ * and its check, the published state and its check, the writer lock and the
+ * scheduler's claim. TC_OK, or the TC_E_* that says why it is not trusted.
+ * Run when a process attaches and when timectl opens a segment, never on
+ * a clock read.
+ */
 int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, uint32_t file_uid);
+
+/* The published state's check and ranges only: TC_OK or TC_E_CORRUPT. */
+int tc_segment_check_state(const struct tc_segment *segment);
+
+/* What header.check holds for `header` (every field but flags and check). */
+uint64_t tc_header_check(const struct tc_segment_header *header);
+/* What a published copy's check holds; `pending` is read only if the state's rate says it is pending. */
+uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pending_verb *pending);
 
 /*
  * Creates `name` in the directory `dirfd` at real time, atomically: the file
@@ -58,20 +72,36 @@ int tc_segment_create(int dirfd, const char *name, const char *file_name, struct
 
 void tc_segment_unmap(struct tc_mapping *mapping);
 
-/* The writer lock (robust, process-shared). Recovers a dead holder's half-written verb. */
+/* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit). */
+#define TC_PID_MAX 4194304
+
+/* The writer lock's word for a holder: its pid and the low 32 bits of its start time in clock ticks. */
+static inline uint64_t tc_lock_owner(int32_t pid, uint64_t started) {
+    return (uint64_t)(uint32_t)started << 32 | (uint32_t)pid;
+}
+
+/*
+ * Takes the writer lock, waiting at most `timeout_ns` for another holder
+ * (TC_E_LOCK_TIMEOUT). A holder that died is replaced; a lock word that
+ * names no possible process gives TC_E_CORRUPT.
+ */
 int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure);
 /* The writer lock if it is free at once (TC_OK), else TC_E_LOCK_TIMEOUT: for writers that must never wait. */
 int tc_segment_try_lock(struct tc_segment *segment);
 void tc_segment_unlock(struct tc_segment *segment);
+/* True when the lock word is neither free nor a possible holder. */
+int tc_segment_lock_damaged(const struct tc_segment *segment);
 
 /*
  * Applies a verb atomically (caller holds the writer lock): readers see the
- * state before or after it, never a mixture. Wakes every waiter on the
+ * state before or after it, never a mixture, and never wait. Refuses an
+ * invalid verb (TC_E_INVALID), one out of range (TC_E_RANGE) or a damaged
+ * state (TC_E_CORRUPT) before touching anything. Wakes every waiter on the
  * generation word. On TC_OK `published` holds the new state.
  */
 int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published);
 
-/* A consistent copy of the current state, for status and the Swift clock. */
+/* A consistent copy of the current state (a pending verb resolved), for status and the Swift clock. */
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state);
 
 /* Marks the segment removed (attached processes keep their mapping). */

@@ -93,7 +93,7 @@ enum tc_result {
     TC_E_TRUNCATED = 7,    /* shorter than its header says */
     TC_E_NOT_SEGMENT = 8,  /* no timectl magic */
     TC_E_VERSION = 9,      /* another layout version */
-    TC_E_CORRUPT = 10,     /* header fields inconsistent */
+    TC_E_CORRUPT = 10,     /* damaged: a header field, the state or the writer lock fails its checks */
     TC_E_EXISTS = 11,      /* creation raced with another creator */
     TC_E_RANGE = 12,       /* the verb would take a clock outside the supported range */
     TC_E_INVALID = 13,     /* an argument outside its domain */
@@ -293,12 +293,13 @@ __attribute__((always_inline)) static inline void tc_add_clock_offset(const stru
 }
 
 /*
- * One attempt at reading a clock's track under the (even) sequence number
- * `seq`: 1 if the state did not change meanwhile.
+ * One attempt at reading a clock's track from `state`, the copy that the
+ * sequence number `seq` selects: 1 if seq did not change meanwhile, 0 if it
+ * did or the copy holds a pending verb (then the out-of-line path reads).
  *
- * The real clock is read after the first sequence load and before the
- * state: if the state turns out to be one published during the read, the
- * second sequence load differs and the read is retried; otherwise it was
+ * The real clock is read after the sequence load and before the state: if
+ * the copy turns out to be one published during the read, the second
+ * sequence load differs and the read is retried; otherwise it was
  * published before the first load, so the real time read is past its t0
  * (or within TC_ANCHOR_LEAD_NS before it, where the track reads its anchor).
  * The real clock is read into `*out` itself, which keeps the path free of
@@ -307,9 +308,11 @@ __attribute__((always_inline)) static inline void tc_add_clock_offset(const stru
 __attribute__((always_inline)) static inline int tc_timeline_try_read(const struct tc_timeline *timeline,
                                                                     const struct tc_clock_state *state, int track,
                                                                     uint32_t seq, struct timespec *out) {
-    if (TC_LOAD(state->rate) == 0) {
+    uint64_t rate = TC_LOAD(state->rate);
+    if (rate == 0) {
         *out = tc_state_at_anchor(state, track);
     } else {
+        if (__builtin_expect((rate & TC_RATE_PENDING) != 0, 0)) return 0;
         tc_real_clock_gettime(CLOCK_MONOTONIC, out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         *out = tc_state_at(state, track, *out);
@@ -318,20 +321,23 @@ __attribute__((always_inline)) static inline int tc_timeline_try_read(const stru
     return TC_LOAD(timeline->seq) == seq;
 }
 
-/* The read of a clock when a writer is in the way; in segment.c. */
+/* The read of a clock when a verb lands during it or is pending; in segment.c. Never waits. */
 void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out);
 
 /*
- * Reads a session clock into `*out`: a sequence check, a few loads and,
- * unless frozen, one real-clock read. Lock-free, allocation-free,
- * async-signal-safe. Retries (a verb landed meanwhile) are out of line.
+ * Reads a session clock into `*out`: a sequence load, a few loads and,
+ * unless frozen, one real-clock read. Lock-free, wait-free while no verb
+ * lands, allocation-free, async-signal-safe. Retries (a verb landed
+ * meanwhile) and pending verbs are out of line.
  */
 __attribute__((always_inline)) static inline void tc_segment_read_into(const struct tc_segment *segment, int vclock,
                                                                      struct timespec *out) {
     const struct tc_timeline *timeline = &segment->timeline;
     uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-    if (__builtin_expect(!(seq & 1), 1) &&
-        __builtin_expect(tc_timeline_try_read(timeline, &timeline->current, tc_track_of(vclock), seq, out), 1)) {
+    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
+    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
+                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
+    if (__builtin_expect(read, 1)) {
         tc_add_clock_offset(segment, vclock, out);
         return;
     }
@@ -344,6 +350,9 @@ static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclo
     tc_segment_read_into(segment, vclock, &value);
     return (int64_t)value.tv_sec * TC_NS_PER_SECOND + value.tv_nsec;
 }
+
+/* The rate in effect (a pending verb's, if one is pending); in segment.c. */
+uint64_t tc_segment_rate(const struct tc_segment *segment);
 
 #ifdef __cplusplus
 }

@@ -35,9 +35,7 @@
 
 TC_TLS struct tc_spin_state tc_spin_state;
 
-static int frozen(const struct tc_segment *segment) {
-    return __atomic_load_n(&segment->timeline.current.rate, __ATOMIC_ACQUIRE) == 0;
-}
+static int frozen(const struct tc_segment *segment) { return tc_segment_rate(segment) == 0; }
 
 /* Moves a frozen session forward by TC_CREEP_NS, unless it moved since the thread's last reading. */
 static void creep(struct tc_segment *segment) {
