@@ -255,7 +255,7 @@ struct AutoAdvanceTests {
         let bystander = Process()
         bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
         bystander.arguments = ["600"]
-        try bystander.run()
+        try launch(bystander)
         defer {
             kill(bystander.processIdentifier, SIGKILL)  // SIGTERM may be blocked: Foundation passes on the spawning thread's mask
             bystander.waitUntilExit()

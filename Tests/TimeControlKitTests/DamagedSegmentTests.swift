@@ -69,7 +69,7 @@ struct DamagedSegmentTests {
             case .lockOfDeadProcess:
                 let gone = Process()
                 gone.executableURL = URL(fileURLWithPath: "/bin/true")
-                try gone.run()
+                try launch(gone)
                 gone.waitUntilExit()
                 segment.pointee.writer_lock = tc_lock_owner(gone.processIdentifier, 1)
             case .lockOfReusedPid:
@@ -145,7 +145,7 @@ struct DamagedSegmentTests {
         let sleeper = Process()
         sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
         sleeper.arguments = ["30"]
-        try sleeper.run()
+        try launch(sleeper)
         defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }  // SIGTERM: children inherit it blocked
         var boottime = timespec()
         clock_gettime(CLOCK_BOOTTIME, &boottime)

@@ -208,7 +208,7 @@ struct HarnessTests {
         process.environment = ProcessInfo.processInfo.environment.merging(variables) { $1 }
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        try launch(process)
         process.waitUntilExit()
         #expect(String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self) == "1451649600\n")
     }

@@ -142,7 +142,7 @@ struct SegmentTrustTests {
         process.standardInput = input
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try launch(process)
         var seen = ""
         while !seen.contains("\n") {
             let chunk = output.fileHandleForReading.availableData

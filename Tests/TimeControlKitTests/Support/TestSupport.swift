@@ -28,6 +28,18 @@ struct ProcessResult: CustomStringConvertible {
     var lines: [String] { stdout.split(separator: "\n").map(String.init) }
 }
 
+/// Starts `process`, one launch at a time in this test process: Foundation's
+/// `Process.run()` was seen to crash (a bad read in memcpy inside it) when
+/// 200 launches ran at once. The programs still run concurrently; only
+/// their launches are serialised.
+func launch(_ process: Process) throws {
+    launchLock.lock()
+    defer { launchLock.unlock() }
+    try process.run()
+}
+
+private let launchLock = NSLock()
+
 /// Runs a program to completion with a real-time guard against hangs
 /// (the guard is generous: tests assert on virtual time, never on it).
 func runProgram(_ executable: String, _ arguments: [String], environment: [String: String],
@@ -54,7 +66,7 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
     }
     let done = DispatchSemaphore(value: 0)
     process.terminationHandler = { _ in done.signal() }
-    try process.run()
+    try launch(process)
     var timedOut = false
     if done.wait(timeout: .now() + guardSeconds) == .timedOut {
         timedOut = true
@@ -153,7 +165,7 @@ final class Sandbox: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: Build.timectl)
         process.arguments = ["--session", session, "run", "--"] + command
         process.environment = environment
-        try process.run()
+        try launch(process)
         return process
     }
 
@@ -264,7 +276,7 @@ final class AttachedRun: @unchecked Sendable {
             self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
         process.terminationHandler = { [finished] _ in finished.signal() }
-        try process.run()
+        try launch(process)
     }
 
     deinit { stop(process) }
