@@ -65,6 +65,19 @@ static int is_function(const struct sigaction *action) {
 
 static int shim_sigaction(int signal, const struct sigaction *action, struct sigaction *old) {
     if (!tc_shim_segment() || signal <= 0 || signal >= NSIG) return real_sigaction(signal, action, old);
+    struct sigaction without_sigsys;
+    if (tc_syscall_trap_active()) {
+        /* Trapped system calls (syscall_trap.c) need SIGSYS: never replaced, never blocked in a handler. */
+        if (signal == SIGSYS) {
+            tc_syscall_trap_record_sigsys(action, old);
+            return 0;
+        }
+        if (action && sigismember(&action->sa_mask, SIGSYS)) {
+            without_sigsys = *action;
+            sigdelset(&without_sigsys.sa_mask, SIGSYS);
+            action = &without_sigsys;
+        }
+    }
     struct sigaction installed;
     if (action && is_function(action)) {
         installed = *action;
@@ -131,3 +144,33 @@ static __sighandler_t shim_sysv_signal(int signal, __sighandler_t handler) {
 
 TC_EXPORT __sighandler_t sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
 TC_EXPORT __sighandler_t __sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
+
+/*
+ * While system calls are trapped (syscall_trap.c), SIGSYS must never be
+ * blocked: a trap then kills the process. Masks set through libc lose
+ * SIGSYS — cgo starts each thread with every signal blocked, and the
+ * runtime's first call on it, which unblocks them, is itself trapped.
+ */
+static const sigset_t *mask_without_sigsys(int how, const sigset_t *set, sigset_t *copy) {
+    if (!set || how == SIG_UNBLOCK || !tc_syscall_trap_active() || !sigismember(set, SIGSYS)) return set;
+    *copy = *set;
+    sigdelset(copy, SIGSYS);
+    return copy;
+}
+
+static int shim_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real) real = (__typeof__(real))dlsym(RTLD_NEXT, "pthread_sigmask");
+    sigset_t copy;
+    return real(how, mask_without_sigsys(how, set, &copy), old);
+}
+
+static int shim_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    static int (*real)(int, const sigset_t *, sigset_t *);
+    if (!real) real = (__typeof__(real))dlsym(RTLD_NEXT, "sigprocmask");
+    sigset_t copy;
+    return real(how, mask_without_sigsys(how, set, &copy), old);
+}
+
+TC_EXPORT int pthread_sigmask(int, const sigset_t *restrict, sigset_t *restrict) __attribute__((alias("shim_pthread_sigmask")));
+TC_EXPORT int sigprocmask(int, const sigset_t *restrict, sigset_t *restrict) __attribute__((alias("shim_sigprocmask")));
