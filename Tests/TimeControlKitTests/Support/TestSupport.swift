@@ -203,6 +203,35 @@ enum CFixture {
     }
 }
 
+/// Go programs from Tests/Fixtures (one module directory each), built once per
+/// test run with cgo — so dynamically linked — and with the Go caches in a
+/// temporary directory (no network: GOPROXY=off).
+enum GoFixture {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var built: [String: String] = [:]
+
+    /// The path of the built program from Tests/Fixtures/NAME.
+    static func path(_ name: String) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let path = built[name] { return path }
+        let output = CFixture.directory + "/" + name
+        var environment = ProcessInfo.processInfo.environment
+        environment["GOCACHE"] = CFixture.directory + "/go-cache"
+        environment["GOPATH"] = CFixture.directory + "/go-path"
+        environment["GOFLAGS"] = "-mod=mod"
+        environment["GOPROXY"] = "off"
+        environment["CGO_ENABLED"] = "1"
+        environment["HOME"] = CFixture.directory
+        let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && exec go build -o \"$1\" .",
+                                                Build.packageRoot + "/Tests/Fixtures/\(name)", output],
+                                    environment: environment, guardSeconds: 600)
+        try #require(result.status == 0, "building Tests/Fixtures/\(name) with go (CI installs golang-go): \(result)")
+        built[name] = output
+        return output
+    }
+}
+
 /// Parses "NAME VALUE" lines into a dictionary.
 func keyedValues(_ text: String) -> [String: String] {
     var values: [String: String] = [:]
@@ -231,10 +260,15 @@ final class AttachedRun: @unchecked Sendable {
     }
 
     /// `timectl ARGUMENTS…`, whatever they are.
-    init(_ sandbox: Sandbox, timectl arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: Build.timectl)
+    convenience init(_ sandbox: Sandbox, timectl arguments: [String]) throws {
+        try self.init(executable: Build.timectl, arguments, environment: sandbox.environment)
+    }
+
+    /// Any program, with exactly `environment` (e.g. a sandbox's plus a session's attachment environment).
+    init(executable: String, _ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = sandbox.environment
+        process.environment = environment
         let pipe = Pipe(), errorPipe = Pipe()
         process.standardOutput = pipe
         process.standardError = errorPipe
