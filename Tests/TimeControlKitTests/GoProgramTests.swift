@@ -73,6 +73,19 @@ struct GoProgramTests {
         #expect(daemon.exitStatus() == 0)
     }
 
+    @Test("garbage collection and SIGURG preemption keep working while the runtime's waits are trapped (a running session at rate 100)")
+    func collectorAndPreemption() throws {
+        let (sandbox, session, environment) = try frozenSession("go-churn")
+        defer { withExtendedLifetime(sandbox) {} }
+        try session.setRate(100)
+        let probe = try GoFixture.path("GoProbe")
+        let result = try runProgram(probe, ["churn"], environment: environment, guardSeconds: 120)
+        #expect(result.status == 0, "\(result)")
+        let elapsed = try #require(Int64(keyedValues(result.stdout)["elapsed_ns"] ?? ""), "\(result)")
+        // At least the ten sequential 1 s sleeps (the allocating goroutines may take longer, ×100).
+        #expect(elapsed >= 10 * Self.second, "\(result)")
+    }
+
     @Test("a Go program's children started with os/exec stay attached, whether C or Go")
     func execChildren() throws {
         let (sandbox, _, environment) = try frozenSession("go-exec")

@@ -96,13 +96,13 @@ void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigact
 /*
  * The bounded exception (docs/go-and-static.md): a raw relative wait of at
  * most this long, made by the Go executable, runs on real time. Those are
- * the runtime's own back-offs and retries — runqgrab's 3 µs, sysmon's first
- * 20 µs … 1 ms naps, the 100 µs retries of a stop-the-world or a safe-point
+ * the runtime's own back-offs and retries — runqgrab's 3 µs, sysmon's
+ * 20 µs … 10 ms naps, the 100 µs retries of a stop-the-world or a safe-point
  * request that re-preempt until every goroutine has stopped — which would
  * never end on a frozen session. What a program's timers wait for goes
  * through netpoll's epoll_pwait and is always virtual.
  */
-#define RUNTIME_BACKOFF_NS (1000 * 1000LL)
+#define RUNTIME_BACKOFF_NS (10 * 1000 * 1000LL)
 
 static int is_backoff(const struct timespec *relative) {
     return relative && relative->tv_sec == 0 && relative->tv_nsec >= 0 && relative->tv_nsec <= RUNTIME_BACKOFF_NS;
