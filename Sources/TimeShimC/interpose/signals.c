@@ -158,18 +158,28 @@ static const sigset_t *mask_without_sigsys(int how, const sigset_t *set, sigset_
     return copy;
 }
 
+/* Before the shim has resolved libc's functions (a constructor ahead of ours): the system call, as libc makes it. */
+static int raw_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    return (int)-tc_raw_syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+
 static int shim_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-    static int (*real)(int, const sigset_t *, sigset_t *);
-    if (!real) real = (__typeof__(real))dlsym(RTLD_NEXT, "pthread_sigmask");
     sigset_t copy;
-    return real(how, mask_without_sigsys(how, set, &copy), old);
+    set = mask_without_sigsys(how, set, &copy);
+    if (!tc_real.pthread_sigmask) return raw_sigmask(how, set, old);
+    return tc_real.pthread_sigmask(how, set, old);
 }
 
 static int shim_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
-    static int (*real)(int, const sigset_t *, sigset_t *);
-    if (!real) real = (__typeof__(real))dlsym(RTLD_NEXT, "sigprocmask");
     sigset_t copy;
-    return real(how, mask_without_sigsys(how, set, &copy), old);
+    set = mask_without_sigsys(how, set, &copy);
+    if (!tc_real.sigprocmask) {
+        int result = raw_sigmask(how, set, old);
+        if (result == 0) return 0;
+        errno = result;
+        return -1;
+    }
+    return tc_real.sigprocmask(how, set, old);
 }
 
 TC_EXPORT int pthread_sigmask(int, const sigset_t *restrict, sigset_t *restrict) __attribute__((alias("shim_pthread_sigmask")));
