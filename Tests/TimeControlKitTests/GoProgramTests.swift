@@ -68,6 +68,11 @@ struct GoProgramTests {
         let result = try runProgram(probe, ["waits"], environment: environment, guardSeconds: 120)
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout == "elapsed 1h0m30s\n", "\(result)")
+        // A C child of a Go program inherits the system call filter across exec, and still sleeps on the session.
+        let child = try runProgram(probe, ["exec", "sh", "-c", "sleep 5; date +%s"], environment: environment,
+                                   guardSeconds: 60)
+        #expect(child.status == 0, "\(child)")
+        #expect(child.stdout == "\(Self.start + 3630 + 5)\n", "\(child)")
         let stop = try sandbox.timectl("--session", "go-auto", "daemon", "--stop")
         #expect(stop.status == 0, "\(stop)")
         #expect(daemon.exitStatus() == 0)
