@@ -226,6 +226,9 @@ enum GoFixture {
         let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && exec go build -o \"$1\" .",
                                                 Build.packageRoot + "/Tests/Fixtures/\(name)", output],
                                     environment: environment, guardSeconds: 600)
+        // Only the program is kept (as for the C fixtures); Go's build cache goes.
+        try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-cache")
+        try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-path")
         try #require(result.status == 0, "building Tests/Fixtures/\(name) with go (CI installs golang-go): \(result)")
         built[name] = output
         return output
