@@ -296,11 +296,19 @@ final class AttachedRun: @unchecked Sendable {
     var errorOutput: String { lock.withLock { errorBuffer } }
     var lines: [String] { output.split(separator: "\n").map(String.init) }
 
-    /// The first output line that starts with one of `prefixes`, once there is one.
+    /// Output lines the program has finished writing (an unbuffered program, e.g. python3 with
+    /// PYTHONUNBUFFERED=1, writes a line in pieces).
+    var completeLines: [String] {
+        let text = output
+        guard let end = text.lastIndex(of: "\n") else { return [] }
+        return text[..<end].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// The first complete output line that starts with one of `prefixes`, once there is one.
     func line(startingWith prefixes: String..., guardSeconds: Double = 30) -> String? {
         let deadline = Date().addingTimeInterval(guardSeconds)
         while Date() < deadline {
-            if let line = lines.first(where: { line in prefixes.contains { line.hasPrefix($0) } }) { return line }
+            if let line = completeLines.first(where: { line in prefixes.contains { line.hasPrefix($0) } }) { return line }
             usleep(5_000)
         }
         return nil
