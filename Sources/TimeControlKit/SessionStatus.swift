@@ -86,7 +86,7 @@ public struct PendingWait: Sendable, Codable, Hashable {
     public var thread: Int32
     /// The process name (`/proc/PID/comm`).
     public var command: String
-    /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer` or `alarm`.
+    /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer`, `alarm` or `futex` (a Go runtime's timed wait).
     public var kind: String
     /// The clock of the deadline, e.g. `CLOCK_MONOTONIC`.
     public var clock: String
@@ -109,6 +109,7 @@ public struct PendingWait: Sendable, Codable, Hashable {
         case TC_WAIT_TIMERFD.rawValue: return "timerfd"
         case TC_WAIT_TIMER.rawValue: return "timer"
         case TC_WAIT_ALARM.rawValue: return "alarm"
+        case TC_WAIT_FUTEX.rawValue: return "futex"
         default: return "wait"
         }
     }

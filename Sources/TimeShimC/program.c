@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "timectl_program.h"
+#include "timectl_program_support.h"
 #include "timectl_realclock.h"
 
 #include <elf.h>
@@ -160,8 +161,9 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
         }
     }
     if (dynamic_size) read_needed(fd, dynamic_offset, dynamic_size, (const uint64_t(*)[3])loads, load_count, program);
-    if (is_go) return TC_PROGRAM_GO;
     if (!has_interpreter && !program->is_dynamic_loader) return TC_PROGRAM_STATIC;
+    /* A dynamically linked Go program loads the shim, which then catches its vDSO reads and raw waits. */
+    if (is_go && !tc_shim_controls_go()) return TC_PROGRAM_GO;
     return TC_PROGRAM_CONTROLLABLE;
 }
 

@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include "timectl_realclock.h"
+#include "vdso_image.h"
 
 #include <elf.h>
 #include <link.h>
@@ -73,14 +74,6 @@ tc_vdso_clock_gettime_fn tc_vdso_clock_gettime = syscall_clock_gettime;
 tc_vdso_gettimeofday_fn tc_vdso_gettimeofday = syscall_gettimeofday;
 tc_vdso_time_fn tc_vdso_time = syscall_time;
 
-/* The vDSO's dynamic symbol table, as found in memory. */
-struct vdso_image {
-    uintptr_t load_bias;
-    const ElfW(Sym) *symbols;
-    const char *strings;
-    uint32_t symbol_count;
-};
-
 /* Number of symbols from a GNU hash table: one past the highest chained index. */
 static uint32_t gnu_hash_symbol_count(const uint32_t *table) {
     uint32_t nbuckets = table[0], symoffset = table[1], bloom_size = table[2];
@@ -94,7 +87,7 @@ static uint32_t gnu_hash_symbol_count(const uint32_t *table) {
     return last + 1;
 }
 
-static int vdso_image_load(struct vdso_image *image) {
+int tc_vdso_image_load(struct tc_vdso_image *image) {
     uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
     if (!base) return 0;
     const ElfW(Ehdr) *ehdr = (const ElfW(Ehdr) *)base;
@@ -111,6 +104,12 @@ static int vdso_image_load(struct vdso_image *image) {
         }
     }
     if (!have_bias || !dynamic) return 0;
+    image->base = base;
+    /* The image is the whole ELF file, section headers last; the kernel maps it padded to whole pages. */
+    uintptr_t end = ehdr->e_shoff + (uintptr_t)ehdr->e_shnum * ehdr->e_shentsize;
+    for (int i = 0; i < ehdr->e_phnum; i++)
+        if (phdrs[i].p_offset + phdrs[i].p_filesz > end) end = phdrs[i].p_offset + phdrs[i].p_filesz;
+    image->file_size = end;
     const uint32_t *sysv_hash = NULL, *gnu_hash = NULL;
     image->symbols = NULL;
     image->strings = NULL;
@@ -131,21 +130,30 @@ static int vdso_image_load(struct vdso_image *image) {
     return 1;
 }
 
-static void *vdso_symbol(const struct vdso_image *image, const char *name) {
-    for (uint32_t i = 0; i < image->symbol_count; i++) {
+const ElfW(Sym) *tc_vdso_image_function(const struct tc_vdso_image *image, uint32_t *cursor, const char *name) {
+    for (uint32_t i = *cursor; i < image->symbol_count; i++) {
         const ElfW(Sym) *sym = &image->symbols[i];
         if (ELF64_ST_TYPE(sym->st_info) != STT_FUNC || sym->st_shndx == SHN_UNDEF) continue;
-        if (strcmp(image->strings + sym->st_name, name) == 0)
-            return (void *)(image->load_bias + sym->st_value);
+        if (strcmp(image->strings + sym->st_name, name) == 0) {
+            *cursor = i + 1;
+            return sym;
+        }
     }
+    *cursor = image->symbol_count;
     return NULL;
+}
+
+static void *vdso_symbol(const struct tc_vdso_image *image, const char *name) {
+    uint32_t cursor = 0;
+    const ElfW(Sym) *sym = tc_vdso_image_function(image, &cursor, name);
+    return sym ? (void *)(image->load_bias + sym->st_value) : NULL;
 }
 
 void tc_realclock_init(void) {
     static int done;
     if (__atomic_load_n(&done, __ATOMIC_ACQUIRE)) return;
-    struct vdso_image image;
-    if (vdso_image_load(&image)) {
+    struct tc_vdso_image image;
+    if (tc_vdso_image_load(&image)) {
 #if defined(__x86_64__)
         void *clock_gettime_fn = vdso_symbol(&image, "__vdso_clock_gettime");
         void *gettimeofday_fn = vdso_symbol(&image, "__vdso_gettimeofday");

@@ -900,6 +900,18 @@ int tc_segment_wait_for_change(struct tc_segment *segment, const uint32_t *share
     return result == -ETIMEDOUT ? ETIMEDOUT : result == -EINTR ? EINTR : 0;
 }
 
+long tc_futex_wait_either(const uint32_t *shared_word, uint32_t shared_value, const uint32_t *word, uint32_t value,
+                          int word_private, int64_t timeout_ns) {
+    const int64_t year = 365LL * 86400 * TC_NS_PER_SECOND;
+    int64_t wait_ns = timeout_ns < 0 || timeout_ns > year ? year : timeout_ns;
+    struct timespec deadline = tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + wait_ns);
+    struct tc_futex_waitv waiters[2] = {
+        {value, (uint64_t)(uintptr_t)word, TC_FUTEX2_SIZE_U32 | (word_private ? TC_FUTEX2_PRIVATE : 0), 0},
+        {shared_value, (uint64_t)(uintptr_t)shared_word, TC_FUTEX2_SIZE_U32, 0},
+    };
+    return tc_raw_syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
+}
+
 void tc_segment_watch_waits(struct tc_segment *segment, int watching) {
     __atomic_fetch_add(&segment->wait_watchers, watching ? 1u : (uint32_t)-1, __ATOMIC_ACQ_REL);
 }

@@ -197,3 +197,28 @@ TC_EXPORT long syscall(long number, ...) {
     }
     return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));
 }
+
+/*
+ * The same reads with the vDSO's conventions — 0 or −errno, errno untouched —
+ * for programs that call the vDSO themselves (Go): vdso_redirect.c points
+ * the vDSO's symbols here. They run on whatever stack the caller has (Go's
+ * small system stack, signal handlers), so they stay as small as the reads above.
+ */
+int tc_vdso_entry_clock_gettime(clockid_t clock, struct timespec *ts) {
+    if (virtual_time(TC_CALL_CLOCK_GETTIME, clock, ts)) return 0;
+    return tc_real_clock_gettime(clock, ts);
+}
+
+int tc_vdso_entry_gettimeofday(struct timeval *tv, void *tz) {
+    struct timespec ts;
+    if (!virtual_time(TC_CALL_GETTIMEOFDAY, CLOCK_REALTIME, &ts))
+        return __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz);
+    if (tz) __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(NULL, tz);
+    if (tv) {
+        tv->tv_sec = ts.tv_sec;
+        tv->tv_usec = ts.tv_nsec / 1000;
+    }
+    return 0;
+}
+
+time_t tc_vdso_entry_time(time_t *out) { return shim_time(out); }

@@ -148,14 +148,18 @@ static int refused(void) {
     return -1;
 }
 
+long tc_exec_checked(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags) {
+    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp, use, return -EACCES);
+    if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, path, argv, use);
+    return tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags);
+}
+
 TC_EXPORT int execve(const char *path, char *const argv[], char *const envp[]) {
-    PREPARE_EXEC(AT_FDCWD, path, envp, use, return refused());
-    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execve, path, argv, use));
+    return (int)tc_shim_errno_result(tc_exec_checked(AT_FDCWD, path, argv, envp, 0));
 }
 
 TC_EXPORT int execveat(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags) {
-    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp, use, return refused());
-    return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags));
+    return (int)tc_shim_errno_result(tc_exec_checked(directory_fd, path, argv, envp, flags));
 }
 
 TC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {

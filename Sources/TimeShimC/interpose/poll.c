@@ -308,3 +308,8 @@ TC_EXPORT int epoll_pwait(int, struct epoll_event *, int, int, const sigset_t *)
     __attribute__((alias("shim_epoll_pwait")));
 TC_EXPORT int epoll_pwait2(int, struct epoll_event *, int, const struct timespec *, const sigset_t *)
     __attribute__((alias("shim_epoll_pwait2")));
+
+/* epoll_pwait as the shim answers it, for a trapped raw system call (syscall_trap.c); libc's convention. */
+int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask) {
+    return shim_epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask);
+}

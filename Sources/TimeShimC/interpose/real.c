@@ -39,4 +39,6 @@ void tc_real_resolve(void) {
     RESOLVE(dup3);
     RESOLVE(sigaction);
     RESOLVE(pthread_create);
+    RESOLVE(pthread_sigmask);
+    RESOLVE(sigprocmask);
 }

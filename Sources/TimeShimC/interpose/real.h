@@ -51,6 +51,8 @@ struct tc_real_functions {
     int (*dup3)(int, int, int);
     int (*sigaction)(int, const struct sigaction *, struct sigaction *);
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
+    int (*sigprocmask)(int, const sigset_t *, sigset_t *);
 };
 
 extern struct tc_real_functions tc_real;

@@ -16,6 +16,7 @@
 #include "text.h"
 #include "trace.h"
 #include "waiter.h"
+#include "timectl_program_support.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -55,9 +56,9 @@ static void write_line(struct tc_text *line) {
     tc_raw_syscall(SYS_write, 2, line->text, line->length);
 }
 
-/* ---- controllers are never controlled (see controller.c) ---- */
+/* ---- what the main executable is, from its ELF notes (AT_PHDR) ---- */
 
-static int executable_is_controller(void) {
+static int executable_has_note(const char *owner, uint32_t owner_size, uint32_t wanted_type) {
     const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)getauxval(AT_PHDR);
     unsigned long count = getauxval(AT_PHNUM);
     if (!phdrs) return 0;
@@ -72,13 +73,22 @@ static int executable_is_controller(void) {
             const uint32_t *words = (const uint32_t *)note;
             uint32_t name_size = words[0], desc_size = words[1], type = words[2];
             const char *name = note + 12;
-            if (type == TC_CONTROLLER_NOTE_TYPE && name_size == 8 && memcmp(name, "timectl", 8) == 0)
-                return 1;
+            if (type == wanted_type && name_size == owner_size && memcmp(name, owner, owner_size) == 0) return 1;
             note = name + ((name_size + 3) & ~3u) + ((desc_size + 3) & ~3u);
         }
     }
     return 0;
 }
+
+/* Controllers are never controlled (see controller.c). */
+static int executable_is_controller(void) { return executable_has_note("timectl", 8, TC_CONTROLLER_NOTE_TYPE); }
+
+/*
+ * A Go program: the linker's build-id note ("Go", type 4, .note.go.buildid).
+ * Until the single program-kind check (issue 11) exists in the shared core,
+ * this is where the shim tells; it should then ask that check.
+ */
+static int executable_is_go(void) { return executable_has_note("Go\0\0", 4, 4); }
 
 /* ---- attaching ---- */
 
@@ -206,6 +216,20 @@ static int attach(void) {
         refuse_trace(trace_path, trace_problem);
         tc_proc_unregister(attaching_segment, process_slot, process_id);
         return TC_SHIM_REAL;
+    }
+    if (executable_is_go()) {
+        /* Go reads the vDSO and waits with raw system calls: both must reach the shim before the runtime starts. */
+        const char *problem = NULL;
+        if (!tc_shim_controls_go()) problem = "is a Go program, which timectl controls on x86-64 only";
+        else if (!tc_vdso_redirect()) problem = "is a Go program and its vDSO clock reads could not be redirected";
+        else problem = tc_syscall_trap_install();
+        if (problem) {
+            refuse_as("program", program_invocation_name ? program_invocation_name : "(unknown)", problem, NULL);
+            tc_proc_unregister(attaching_segment, process_slot, process_id);
+            return TC_SHIM_REAL;
+        }
+    } else {
+        tc_syscall_trap_adopt();
     }
     pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
     return TC_SHIM_ATTACHED;

@@ -45,7 +45,27 @@ static inline struct tc_segment *tc_shim_segment(void) {
     return tc_shim_initialise();
 }
 
+/* Go programs (vdso_redirect.c, syscall_trap.c): 1 when the vDSO's clock symbols now lead into the shim. */
+int tc_vdso_redirect(void);
+/* Traps the Go executable's raw timed waits; NULL, or what went wrong (a phrase after the program's name). */
+const char *tc_syscall_trap_install(void);
+/* In a process that inherited a filter across exec: handles its traps. */
+void tc_syscall_trap_adopt(void);
+/* Whether the shim's SIGSYS handler is in place (the program's SIGSYS is then recorded, never installed). */
+int tc_syscall_trap_active(void);
+struct sigaction;
+void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old);
+
 /* libc's convention for a kernel result: −1 and errno, or the value. */
 long tc_shim_errno_result(long kernel_result);
+
+/*
+ * An execve (AT_FDCWD, no flags) or execveat of an attached process, after the
+ * containment check of interpose/exec.c: a refused program gets −EACCES
+ * (its one line written), anything else the kernel's result. Stack and raw
+ * system calls only: also called from the SIGSYS handler for a Go
+ * program's raw execs (syscall_trap.c).
+ */
+long tc_exec_checked(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags);
 
 #endif

@@ -66,6 +66,19 @@ static int is_function(const struct sigaction *action) {
 
 static int shim_sigaction(int signal, const struct sigaction *action, struct sigaction *old) {
     if (!tc_shim_segment() || signal <= 0 || signal >= NSIG) return real_sigaction(signal, action, old);
+    struct sigaction without_sigsys;
+    if (tc_syscall_trap_active()) {
+        /* Trapped system calls (syscall_trap.c) need SIGSYS: never replaced, never blocked in a handler. */
+        if (signal == SIGSYS) {
+            tc_syscall_trap_record_sigsys(action, old);
+            return 0;
+        }
+        if (action && sigismember(&action->sa_mask, SIGSYS)) {
+            without_sigsys = *action;
+            sigdelset(&without_sigsys.sa_mask, SIGSYS);
+            action = &without_sigsys;
+        }
+    }
     struct sigaction installed;
     if (action && is_function(action)) {
         installed = *action;
@@ -132,3 +145,43 @@ static __sighandler_t shim_sysv_signal(int signal, __sighandler_t handler) {
 
 TC_EXPORT __sighandler_t sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
 TC_EXPORT __sighandler_t __sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
+
+/*
+ * While system calls are trapped (syscall_trap.c), SIGSYS must never be
+ * blocked: a trap then kills the process. Masks set through libc lose
+ * SIGSYS — cgo starts each thread with every signal blocked, and the
+ * runtime's first call on it, which unblocks them, is itself trapped.
+ */
+static const sigset_t *mask_without_sigsys(int how, const sigset_t *set, sigset_t *copy) {
+    if (!set || how == SIG_UNBLOCK || !tc_syscall_trap_active() || !sigismember(set, SIGSYS)) return set;
+    *copy = *set;
+    sigdelset(copy, SIGSYS);
+    return copy;
+}
+
+/* Before the shim has resolved libc's functions (a constructor ahead of ours): the system call, as libc makes it. */
+static int raw_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    return (int)-tc_raw_syscall(SYS_rt_sigprocmask, how, set, old, _NSIG / 8);
+}
+
+static int shim_pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+    sigset_t copy;
+    set = mask_without_sigsys(how, set, &copy);
+    if (!tc_real.pthread_sigmask) return raw_sigmask(how, set, old);
+    return tc_real.pthread_sigmask(how, set, old);
+}
+
+static int shim_sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+    sigset_t copy;
+    set = mask_without_sigsys(how, set, &copy);
+    if (!tc_real.sigprocmask) {
+        int result = raw_sigmask(how, set, old);
+        if (result == 0) return 0;
+        errno = result;
+        return -1;
+    }
+    return tc_real.sigprocmask(how, set, old);
+}
+
+TC_EXPORT int pthread_sigmask(int, const sigset_t *restrict, sigset_t *restrict) __attribute__((alias("shim_pthread_sigmask")));
+TC_EXPORT int sigprocmask(int, const sigset_t *restrict, sigset_t *restrict) __attribute__((alias("shim_sigprocmask")));

@@ -257,10 +257,15 @@ final class AttachedRun: @unchecked Sendable {
     }
 
     /// `timectl ARGUMENTS…`, whatever they are.
-    init(_ sandbox: Sandbox, timectl arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: Build.timectl)
+    convenience init(_ sandbox: Sandbox, timectl arguments: [String]) throws {
+        try self.init(executable: Build.timectl, arguments, environment: sandbox.environment)
+    }
+
+    /// Any program, with exactly `environment` (e.g. a sandbox's plus a session's attachment environment).
+    init(executable: String, _ arguments: [String], environment: [String: String]) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = sandbox.environment
+        process.environment = environment
         let pipe = Pipe(), errorPipe = Pipe()
         process.standardOutput = pipe
         process.standardError = errorPipe
@@ -284,11 +289,15 @@ final class AttachedRun: @unchecked Sendable {
     var output: String { lock.withLock { buffer } }
     var errorOutput: String { lock.withLock { errorBuffer } }
     var lines: [String] { output.split(separator: "\n").map(String.init) }
-    /// The lines written in full so far: a program may write a line in pieces (an unbuffered Python `print`
-    /// writes each argument, then the newline), and a line looked at between two pieces is not its line.
-    var completeLines: [String] { output.split(separator: "\n", omittingEmptySubsequences: false).dropLast().map(String.init) }
+    /// Output lines the program has finished writing (an unbuffered program, e.g. python3 with
+    /// PYTHONUNBUFFERED=1, writes a line in pieces).
+    var completeLines: [String] {
+        let text = output
+        guard let end = text.lastIndex(of: "\n") else { return [] }
+        return text[..<end].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
 
-    /// The first output line that starts with one of `prefixes`, once there is one.
+    /// The first complete output line that starts with one of `prefixes`, once there is one.
     func line(startingWith prefixes: String..., guardSeconds: Double = 30) -> String? {
         let deadline = Date().addingTimeInterval(guardSeconds)
         while Date() < deadline {
@@ -359,16 +368,18 @@ func guardingHostClock<T>(sourceLocation: SourceLocation = #_sourceLocation, _ b
     return try body()
 }
 
-/// Go programs from Tests/Fixtures, built once per test run, offline, with
-/// a private build cache (CI installs golang-go).
+/// Go programs from Tests/Fixtures — a single file NAME.go, or a module
+/// directory NAME — built once per test run, offline (GOPROXY=off), with
+/// Go's caches in a temporary directory removed after each build (CI
+/// installs golang-go). Dynamic builds use cgo's external linking.
 enum GoFixture {
     enum Linking: String { case dynamic, `static` }
 
     private static let lock = NSLock()
     nonisolated(unsafe) private static var built: [String: String] = [:]
 
-    /// The path of `Tests/Fixtures/NAME.go` built with `linking`.
-    static func path(_ name: String, linking: Linking) throws -> String {
+    /// The path of the built program from Tests/Fixtures/NAME.go or Tests/Fixtures/NAME.
+    static func path(_ name: String, linking: Linking = .dynamic) throws -> String {
         lock.lock()
         defer { lock.unlock() }
         let key = name + "-" + linking.rawValue
@@ -376,17 +387,24 @@ enum GoFixture {
         let go = ["/usr/bin/go", "/usr/local/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let goPath = try #require(go, "the Go toolchain is missing: install golang-go (.ci/run does)")
         let output = CFixture.directory + "/" + key
+        let source = Build.packageRoot + "/Tests/Fixtures/" + name
+        let isModule = FileManager.default.fileExists(atPath: source + "/go.mod")
         var environment = ProcessInfo.processInfo.environment
         for key in ["LD_PRELOAD", "TIMECTL_SEGMENT", "GOFLAGS"] { environment[key] = nil }
         environment["GOCACHE"] = CFixture.directory + "/go-cache"
         environment["GOPATH"] = CFixture.directory + "/go-path"
+        environment["HOME"] = CFixture.directory
         environment["GOPROXY"] = "off"
-        environment["GO111MODULE"] = "off"
+        environment[isModule ? "GOFLAGS" : "GO111MODULE"] = isModule ? "-mod=mod" : "off"
         environment["CGO_ENABLED"] = linking == .dynamic ? "1" : "0"
         let flags = linking == .dynamic ? ["-ldflags=-linkmode=external"] : []
-        let result = try runProgram(goPath, ["build"] + flags + ["-o", output, Build.packageRoot + "/Tests/Fixtures/\(name).go"],
-                                    environment: environment, guardSeconds: 300)
-        try #require(result.status == 0, "go build \(name) (\(linking)): \(result.stderr)")
+        let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && go=$1 && shift && exec \"$go\" build \"$@\"", isModule ? source : Build.packageRoot + "/Tests/Fixtures",
+                                                goPath] + flags + ["-o", output, isModule ? "." : name + ".go"],
+                                    environment: environment, guardSeconds: 600)
+        // Only the program is kept (as for the C fixtures); Go's caches go.
+        try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-cache")
+        try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-path")
+        try #require(result.status == 0, "go build \(name) (\(linking)): \(result)")
         built[key] = output
         return output
     }

@@ -1,0 +1,3 @@
+module timectl.test/goprobe
+
+go 1.19
