@@ -19,7 +19,7 @@ struct Run: ParsableCommand {
             killed, as is everything still running 5 s after the signal or at a second one. If timectl itself \
             is killed (SIGKILL), a guardian process kills the tree. Processes the command \
             leaves running when it exits by itself are reported on stderr and keep \
-            running, or are ended with --end-leftovers. Statically linked programs, Go programs and setuid programs cannot be \
+            running, or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) and setuid programs cannot be \
             controlled with LD_PRELOAD and are refused, as the command and wherever \
             the command's processes exec or posix_spawn them (the exec fails with \
             EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
