@@ -152,12 +152,8 @@ final class SessionScheduler: @unchecked Sendable {
     /// the session cannot reach (beyond 2200) is remembered and skipped.
     func advance(to wait: Wait) throws(TimeControlError) {
         let command = command(waiting: wait)  // before the step, which may end the process
-        var verb = tc_verb()
-        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
-        verb.vclock = wait.vclock
-        verb.value = wait.deadline
         do {
-            _ = try session.mapping.apply(verb, describedAs: "advance to the deadline of pid \(wait.pid)'s \(PendingWait.kindName(wait.kind))")
+            try session.apply(.advanceToDeadline(nanoseconds: wait.deadline, on: VirtualClock(segmentValue: wait.vclock)))
         } catch .outOfRange {
             unreachable.insert(key(of: wait))
             return
@@ -195,7 +191,7 @@ final class SessionScheduler: @unchecked Sendable {
     var busiestWait: String {
         let described = stepsByWait.map { identity, count in
             let pids = count.steps == 1 ? "pid \(count.lastPID)" : "last pid \(count.lastPID)"
-            return ("\(identity.command) (\(pids)): \(PendingWait.kindName(identity.kind)) on \(PendingWait.clockName(identity.vclock))",
+            return ("\(identity.command) (\(pids)): \(PendingWait.kindName(identity.kind)) on \(VirtualClock(segmentValue: identity.vclock).name)",
                     count.steps)
         }
         return described.max { ($0.1, $1.0) < ($1.1, $0.0) }.map { "\($0.0), \($0.1) time\($0.1 == 1 ? "" : "s")" } ?? "none"

@@ -114,23 +114,6 @@ public struct PendingWait: Sendable, Codable, Hashable {
         }
     }
 
-    static func vclock(named name: String) -> Int32 {
-        for clock in [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME, TC_VCLOCK_REALTIME, TC_VCLOCK_TAI]
-        where clockName(Int32(clock.rawValue)) == name {
-            return Int32(clock.rawValue)
-        }
-        return Int32(TC_VCLOCK_MONOTONIC.rawValue)
-    }
-
-    static func clockName(_ vclock: Int32) -> String {
-        switch UInt32(vclock) {
-        case TC_VCLOCK_MONOTONIC.rawValue: return "CLOCK_MONOTONIC"
-        case TC_VCLOCK_MONOTONIC_RAW.rawValue: return "CLOCK_MONOTONIC_RAW"
-        case TC_VCLOCK_BOOTTIME.rawValue: return "CLOCK_BOOTTIME"
-        case TC_VCLOCK_REALTIME.rawValue: return "CLOCK_REALTIME"
-        default: return "CLOCK_TAI"
-        }
-    }
 }
 
 /// A running process attached to a session.

@@ -181,11 +181,7 @@ public final class TimeSession: Sendable {
     /// Moves every clock forward until the monotonic clock reads `instant`;
     /// nothing happens if it already does (time never goes back).
     public func advance(to instant: SessionClock.Instant) throws(TimeControlError) {
-        var verb = tc_verb()
-        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
-        verb.vclock = Int32(TC_VCLOCK_MONOTONIC.rawValue)
-        verb.value = instant.nanoseconds
-        _ = try mapping.apply(verb, describedAs: "advance(to: \(instant))")
+        try apply(.advanceToDeadline(nanoseconds: instant.nanoseconds, on: .monotonic))
     }
 
     static func nanoseconds(since1970 date: Date) throws(TimeControlError) -> Int64 {
@@ -332,14 +328,14 @@ public final class TimeSession: Sendable {
                 if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
                 continue
             }
-            let now = mapping.read(tc_vclock(UInt32(entry.vclock)))
-            let isWall = entry.vclock == Int32(TC_VCLOCK_REALTIME.rawValue) || entry.vclock == Int32(TC_VCLOCK_TAI.rawValue)
+            let clock = VirtualClock(segmentValue: entry.vclock)
+            let now = mapping.read(clock.cValue)
             waits.append(PendingWait(
                 pid: pid, thread: thread, command: process.command,
-                kind: PendingWait.kindName(entry.kind), clock: PendingWait.clockName(entry.vclock),
+                kind: PendingWait.kindName(entry.kind), clock: clock.name,
                 deadlineNanoseconds: entry.deadline,
                 remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
-                deadline: isWall ? TimeFormats.formatInstant(entry.deadline) : nil))
+                deadline: clock.isWall ? TimeFormats.formatInstant(entry.deadline) : nil))
         }
         return waits.sorted { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
     }

@@ -48,6 +48,10 @@ public enum TimeVerb: Sendable, Hashable {
     case setWallClock(WallClockTarget)
     /// Wall clock back to real time, rate 1; monotonic clocks keep going forward.
     case reset
+    /// Moves every clock forward until `clock` reads `nanoseconds` — a
+    /// pending wait's deadline (`tick --to-next`, a scheduler's step);
+    /// nothing happens if it already does (time never goes back).
+    case advanceToDeadline(nanoseconds: Int64, on: VirtualClock)
 
     /// The verb as the command line spells it, for messages.
     public var commandLine: String {
@@ -58,6 +62,8 @@ public enum TimeVerb: Sendable, Hashable {
         case .advance(let nanoseconds): return "tick \(TimeFormats.formatDuration(nanoseconds))"
         case .setWallClock(let target): return "set \(Self.describe(target))"
         case .reset: return "reset"
+        case .advanceToDeadline(let nanoseconds, let clock):
+            return "advance to \(clock.name) \(clock.isWall ? TimeFormats.formatInstant(nanoseconds) : TimeFormats.formatDuration(nanoseconds))"
         }
     }
 
@@ -96,6 +102,10 @@ public enum TimeVerb: Sendable, Hashable {
             wall(target)
         case .reset:
             verb.kind = Int32(TC_VERB_RESET.rawValue)
+        case .advanceToDeadline(let nanoseconds, let clock):
+            verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
+            verb.vclock = clock.rawValue
+            verb.value = nanoseconds
         }
         return verb
     }

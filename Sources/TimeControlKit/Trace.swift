@@ -168,12 +168,12 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
         case TC_EVENT_READ.rawValue:
             self = .reading(call: TraceCall(rawValue: Int(event.detail)) ?? .clockGettime, clock: event.clock, nanoseconds: event.value)
         case TC_EVENT_WAIT_BEGIN.rawValue:
-            self = .waitBegan(kind: PendingWait.kindName(Int32(event.detail)), clock: PendingWait.clockName(event.vclock),
+            self = .waitBegan(kind: PendingWait.kindName(Int32(event.detail)), clock: VirtualClock(segmentValue: event.vclock).name,
                               deadlineNanoseconds: event.value)
         case TC_EVENT_SET_WALL.rawValue:
             self = .wallClockSet(call: TraceCall(rawValue: Int(event.detail)) ?? .clockSettime, nanoseconds: event.value)
         default:
-            self = .waitEnded(clock: PendingWait.clockName(event.vclock), nanoseconds: event.value,
+            self = .waitEnded(clock: VirtualClock(segmentValue: event.vclock).name, nanoseconds: event.value,
                               reachedDeadline: event.detail == TC_WAIT_REACHED_DEADLINE.rawValue)
         }
     }
@@ -232,11 +232,11 @@ public enum TraceEvent: Sendable, Hashable, Encodable, CustomStringConvertible {
     /// Wall-clock values as instants, the others as seconds.
     static func format(_ nanoseconds: Int64, clock: Int32) -> String {
         let vclock = tc_trace_vclock_of_clock(clock)
-        return format(nanoseconds, clockName: PendingWait.clockName(vclock))
+        return format(nanoseconds, clockName: VirtualClock(segmentValue: vclock).name)
     }
 
     static func format(_ nanoseconds: Int64, clockName: String) -> String {
-        if clockName == "CLOCK_REALTIME" || clockName == "CLOCK_TAI" { return TimeFormats.formatInstant(nanoseconds) }
+        if VirtualClock(named: clockName)?.isWall == true { return TimeFormats.formatInstant(nanoseconds) }
         return TimeFormats.formatSeconds(nanoseconds, decimals: 9)
     }
 

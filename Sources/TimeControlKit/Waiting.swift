@@ -245,11 +245,7 @@ extension TimeSession {
 
     /// Advances exactly to the deadline of `wait`.
     func advance(toDeadlineOf wait: PendingWait) throws(TimeControlError) {
-        var verb = tc_verb()
-        verb.kind = Int32(TC_VERB_ADVANCE_TO.rawValue)
-        verb.vclock = PendingWait.vclock(named: wait.clock)
-        verb.value = wait.deadlineNanoseconds
-        _ = try mapping.apply(verb, describedAs: "advance to the deadline of \(wait.command)'s \(wait.kind)")
+        try apply(.advanceToDeadline(nanoseconds: wait.deadlineNanoseconds, on: VirtualClock(named: wait.clock) ?? .monotonic))
     }
 
     /// A scheduler watching what the harness is responsible for: the
