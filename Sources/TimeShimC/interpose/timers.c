@@ -427,7 +427,7 @@ TC_EXPORT int timerfd_settime(int, int, const struct itimerspec *, struct itimer
 TC_EXPORT int timerfd_gettime(int, struct itimerspec *) __attribute__((alias("shim_timerfd_gettime")));
 
 /* A closed (or replaced) descriptor stops being a virtual timer. */
-static void forget_timerfd(int fd) {
+void tc_timerfd_forget(int fd) {
     if (!maybe_timerfd(fd)) return;
     sigset_t saved;
     lock_table(&saved);
@@ -442,8 +442,7 @@ static void forget_timerfd(int fd) {
     unlock_table(&saved);
 }
 
-/* dup2/dup3 is replacing `fd`, one of the shim's own: move it out of the way. */
-static void give_up_number(int fd) {
+int tc_timerfd_number_taken(int fd) {
     sigset_t saved;
     lock_table(&saved);
     for (int i = 0; i < TC_VTIMERS; i++) {
@@ -453,39 +452,11 @@ static void give_up_number(int fd) {
         timers[i].private_fd = moved >= 0 ? (int)moved : -1;
         if (moved >= 0) tc_fd_claim((int)moved);
         unlock_table(&saved);
-        return;
+        return 1;
     }
     unlock_table(&saved);
-    tc_wake_fd_taken(fd);
+    return 0;
 }
-
-static int shim_close(int fd) {
-    /* The shim's own descriptors stay open: see tc_fd_claim. */
-    if (tc_fd_owned(fd)) return 0;
-    forget_timerfd(fd);
-    if (!tc_real.close) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_close, fd));
-    return tc_real.close(fd);
-}
-
-static int shim_dup2(int old_fd, int new_fd) {
-    if (old_fd != new_fd) {
-        forget_timerfd(new_fd);
-        if (tc_fd_owned(new_fd)) give_up_number(new_fd);
-    }
-    return tc_real.dup2(old_fd, new_fd);
-}
-
-static int shim_dup3(int old_fd, int new_fd, int flags) {
-    if (old_fd != new_fd) {
-        forget_timerfd(new_fd);
-        if (tc_fd_owned(new_fd)) give_up_number(new_fd);
-    }
-    return tc_real.dup3(old_fd, new_fd, flags);
-}
-
-TC_EXPORT int close(int) __attribute__((alias("shim_close")));
-TC_EXPORT int dup2(int, int) __attribute__((alias("shim_dup2")));
-TC_EXPORT int dup3(int, int, int) __attribute__((alias("shim_dup3")));
 
 /* ---- POSIX timers ---- */
 

@@ -133,25 +133,6 @@ int tc_wait_futex(struct tc_segment *segment, uint32_t generation, uint32_t sign
     return result == EINTR || __atomic_load_n(signals, __ATOMIC_RELAXED) != signals_seen ? EINTR : 0;
 }
 
-/* ---- descriptors the shim owns ---- */
-
-#define TC_OWNED_FD_BITS 65536
-static uint64_t owned_fds[TC_OWNED_FD_BITS / 64];
-
-void tc_fd_claim(int fd) {
-    if (fd >= 0 && fd < TC_OWNED_FD_BITS) __atomic_fetch_or(&owned_fds[fd / 64], 1ULL << (fd % 64), __ATOMIC_RELEASE);
-}
-
-void tc_fd_release(int fd) {
-    if (fd >= 0 && fd < TC_OWNED_FD_BITS)
-        __atomic_fetch_and(&owned_fds[fd / 64], ~(1ULL << (fd % 64)), __ATOMIC_RELEASE);
-}
-
-int tc_fd_owned(int fd) {
-    if (fd < 0 || fd >= TC_OWNED_FD_BITS) return 0;
-    return (__atomic_load_n(&owned_fds[fd / 64], __ATOMIC_ACQUIRE) >> (fd % 64)) & 1;
-}
-
 /* ---- waiters the helper wakes ---- */
 
 #define TC_WAITER_RECORDS 256

@@ -131,18 +131,14 @@ void tc_waiter_leave_cleanup(void *entered);
 /* Empties a wake eventfd after it woke its thread. */
 void tc_waiter_drain(int wake_fd);
 
-/*
- * Descriptors the shim keeps for itself (wake eventfds, timer duplicates).
- * The application cannot close them — close() on one succeeds without
- * closing it — so their numbers are never reused for its own files, where
- * the shim would read or write. dup2()/dup3() onto one takes the number
- * away from the shim (tc_fd_taken), which then makes another.
- */
-void tc_fd_claim(int fd);
-void tc_fd_release(int fd);
-int tc_fd_owned(int fd);
-/* dup2/dup3 is about to replace `fd`, one of the shim's: stop using it. */
+#include "descriptors.h"
+
+/* dup2/dup3 is about to replace `fd`, one of the shim's wake eventfds: stop using it. */
 void tc_wake_fd_taken(int fd);
+/* The same for one of the timers' descriptors: moves it to another number; 0 if `fd` is no timer's. In timers.c. */
+int tc_timerfd_number_taken(int fd);
+/* `fd` is being closed or replaced: if it was a virtual timerfd, the timer goes. In timers.c. */
+void tc_timerfd_forget(int fd);
 
 /* Tells the helper thread that the process's timers changed (starting it if needed). */
 void tc_helper_poke(void);

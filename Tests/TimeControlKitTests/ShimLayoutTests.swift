@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+
+/// docs/shim.md names, for each interposed libc function, the file of
+/// `Sources/TimeShimC/interpose` that defines it: the table must say what
+/// the sources do, for the next person who looks for one.
+@Suite("The shim's documented layout matches its sources")
+struct ShimLayoutTests {
+    /// (file, function) for every `TC_EXPORT` definition in interpose/.
+    static func exportedFunctions() throws -> [(file: String, function: String)] {
+        let directory = Build.packageRoot + "/Sources/TimeShimC/interpose"
+        let pattern = try Regex(#"^TC_EXPORT\s+[\w\s\*]*?\b(\w+)\s*\("#)
+        var found: [(String, String)] = []
+        for file in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() where file.hasSuffix(".c") {
+            let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                if let match = try pattern.firstMatch(in: String(line)), let name = match.output[1].substring {
+                    found.append((file, String(name)))
+                }
+            }
+        }
+        return found
+    }
+
+    @Test("every exported function is in docs/shim.md, in its file's row, and every row's file exists")
+    func tableMatchesSources() throws {
+        let exported = try Self.exportedFunctions()
+        try #require(exported.count > 50, "the sources were read")
+        let document = try String(contentsOfFile: Build.packageRoot + "/docs/shim.md", encoding: .utf8)
+        var rows: [String: String] = [:]
+        for line in document.split(separator: "\n") where line.hasPrefix("| `") {
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard cells.count >= 2 else { continue }
+            rows[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells[1]
+        }
+        for (file, function) in exported {
+            #expect(rows[file]?.contains("`\(function)`") == true, "\(function) (\(file)) is not in its row of docs/shim.md")
+        }
+        let files = Set(exported.map(\.file))
+        for file in rows.keys { #expect(files.contains(file), "docs/shim.md lists \(file), which exports nothing") }
+    }
+}
