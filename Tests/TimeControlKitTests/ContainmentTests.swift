@@ -13,29 +13,9 @@ struct LeftoverProcessTests {
         deinit { for pid in pids { kill(pid, SIGKILL) } }
     }
 
-    /// Runs `timectl ARGUMENTS…` to its end with output to files, through a
-    /// plain posix_spawn: Foundation's Process does not see its child exit
-    /// while a process it left behind holds a descriptor Foundation gave it.
+    /// Runs `timectl ARGUMENTS…` to its end (runProgram: no descriptor of the test process reaches the command).
     func runLeavingProcesses(_ sandbox: Sandbox, _ arguments: [String], guardSeconds: Double = 60) throws -> ProcessResult {
-        let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-run-XXXXXX")).map { String(cString: $0) })
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, scratch + "/out", O_WRONLY | O_CREAT, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, scratch + "/err", O_WRONLY | O_CREAT, 0o600)
-        let argv = ([Build.timectl] + arguments).map { strdup($0) } + [nil]
-        let envp = sandbox.environmentEntries.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        try #require(posix_spawn(&pid, Build.timectl, &actions, nil, argv, envp) == 0)
-        let finished = hasExited(pid, within: guardSeconds)
-        if !finished { kill(pid, SIGKILL) }
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
-        return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
+        try sandbox.timectl(arguments, guardSeconds: guardSeconds)
     }
 
     /// `timectl run -- sh -c 'sleep 100 & sleep 100 & wait'`, once sh and both sleeps are attached.

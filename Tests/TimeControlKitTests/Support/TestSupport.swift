@@ -42,42 +42,41 @@ private let launchLock = NSLock()
 
 /// Runs a program to completion with a real-time guard against hangs
 /// (the guard is generous: tests assert on virtual time, never on it).
+/// Output goes to files, and the program starts through a plain
+/// posix_spawn with no signal blocked: Foundation's Process keeps
+/// descriptors of the files it is given open (a test process gathered them
+/// by the thousand, and then crashed inside Process.run()), and does not
+/// see its child exit while a process left behind holds one of them.
 func runProgram(_ executable: String, _ arguments: [String], environment: [String: String],
                 input: String? = nil, guardSeconds: Double = 60) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.environment = environment
-    let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-test-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: scratch, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: scratch) }
-    let out = scratch.appendingPathComponent("out"), err = scratch.appendingPathComponent("err")
-    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
-    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
-    process.standardOutput = try FileHandle(forWritingTo: out)
-    process.standardError = try FileHandle(forWritingTo: err)
-    if let input {
-        let pipe = Pipe()
-        process.standardInput = pipe
-        pipe.fileHandleForWriting.write(input.data(using: .utf8)!)
-        try pipe.fileHandleForWriting.close()
-    } else {
-        process.standardInput = FileHandle.nullDevice
-    }
-    let done = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in done.signal() }
-    try launch(process)
-    var timedOut = false
-    if done.wait(timeout: .now() + guardSeconds) == .timedOut {
-        timedOut = true
-        kill(process.processIdentifier, SIGKILL)
-        done.wait()
-    }
-    let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
-    return ProcessResult(status: status,
-                         stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-                         stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "",
-                         timedOut: timedOut)
+    let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-test-XXXXXX")).map { String(cString: $0) })
+    defer { try? FileManager.default.removeItem(atPath: scratch) }
+    if let input { try input.write(toFile: scratch + "/in", atomically: false, encoding: .utf8) }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, input == nil ? "/dev/null" : scratch + "/in", O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, scratch + "/out", O_WRONLY | O_CREAT, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, scratch + "/err", O_WRONLY | O_CREAT, 0o600)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var noSignals = sigset_t()
+    sigemptyset(&noSignals)
+    posix_spawnattr_setsigmask(&attributes, &noSignals)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    try #require(spawned == 0, "posix_spawn \(executable): \(String(cString: strerror(spawned)))")
+    let finished = hasExited(pid, within: guardSeconds)
+    if !finished { kill(pid, SIGKILL) }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
+    return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
 }
 
 /// Stops a process a test started: SIGTERM, then SIGKILL if it has not exited
@@ -266,7 +265,7 @@ final class AttachedRun: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = environment
-        let pipe = Pipe(), errorPipe = Pipe()
+        let pipe = outputPipe
         process.standardOutput = pipe
         process.standardError = errorPipe
         process.standardInput = FileHandle.nullDevice
@@ -284,7 +283,16 @@ final class AttachedRun: @unchecked Sendable {
         try launch(process)
     }
 
-    deinit { stop(process) }
+    private let outputPipe = Pipe(), errorPipe = Pipe()
+
+    deinit {
+        stop(process)
+        for pipe in [outputPipe, errorPipe] {
+            pipe.fileHandleForReading.readabilityHandler = nil
+            try? pipe.fileHandleForReading.close()
+            try? pipe.fileHandleForWriting.close()
+        }
+    }
 
     var output: String { lock.withLock { buffer } }
     var errorOutput: String { lock.withLock { errorBuffer } }
