@@ -82,7 +82,7 @@ uint64_t tc_header_check(const struct tc_segment_header *header) {
     _Static_assert(sizeof(copy) % 8 == 0, "the header is whole words");
     uint64_t words[sizeof(copy) / 8];
     memcpy(words, &copy, sizeof(copy));
-    return mix_words(0x54494d4543544c06ULL, words, sizeof(words) / 8);
+    return mix_words(0x54494d4543544c07ULL, words, sizeof(words) / 8);
 }
 
 uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
@@ -94,7 +94,7 @@ uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pend
         memcpy(&words[7], pending, 5 * sizeof(uint64_t));
         count += 5;
     }
-    uint64_t hash = mix_words(0x7374617465000006ULL, words, count);
+    uint64_t hash = mix_words(0x7374617465000007ULL, words, count);
     return (uint32_t)(hash ^ (hash >> 32));
 }
 
@@ -109,8 +109,10 @@ static int rate_valid(uint64_t rate) { return rate == 0 || (rate >= TC_RATE_MIN 
 /* A verb a writer may publish: the kinds and ranges tc_anchors_apply accepts. */
 static int verb_valid(const struct tc_verb *verb) {
     switch (verb->kind) {
-    case TC_VERB_FREEZE: return verb->wall >= TC_WALL_KEEP && verb->wall <= TC_WALL_RELATIVE;
-    case TC_VERB_SET_RATE: return verb->rate >= TC_RATE_MIN && verb->rate <= TC_RATE_MAX;
+    case TC_VERB_FREEZE:
+    case TC_VERB_FREEZE_WALL: return verb->wall >= TC_WALL_KEEP && verb->wall <= TC_WALL_RELATIVE;
+    case TC_VERB_SET_RATE:
+    case TC_VERB_RESUME: return verb->rate >= TC_RATE_MIN && verb->rate <= TC_RATE_MAX;
     case TC_VERB_ADVANCE: return verb->value >= 0;
     case TC_VERB_ADVANCE_TO: return tc_vclock_valid(verb->vclock);
     case TC_VERB_SET_WALL: return verb->wall == TC_WALL_ABSOLUTE || verb->wall == TC_WALL_RELATIVE;
@@ -138,7 +140,7 @@ static int state_valid(const struct tc_clock_state *state) {
     /* t0 is a real CLOCK_MONOTONIC reading: after boot, not past now (verbs anchor 1 µs ahead). */
     if (!split_valid(state->t0) || state->t0.sec < 0 ||
         tc_split_to_ns(state->t0) > tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND ||
-        !rate_valid(state->rate & ~TC_RATE_PENDING))
+        !rate_valid(state->rate & ~(TC_RATE_PENDING | TC_RATE_WALL_FROZEN)))
         return 0;
     for (int k = 0; k < TC_TRACK_COUNT; k++) {
         if (!split_valid(state->offset[k])) return 0;
@@ -469,6 +471,14 @@ uint64_t tc_segment_rate(const struct tc_segment *segment) {
     while (!read_copy(segment, __atomic_load_n(&segment->timeline.seq, __ATOMIC_ACQUIRE), &anchors, &real_now)) {
     }
     return anchors.rate;
+}
+
+uint64_t tc_segment_clock_rate(const struct tc_segment *segment, int vclock) {
+    struct tc_anchors anchors;
+    int64_t real_now;
+    while (!read_copy(segment, __atomic_load_n(&segment->timeline.seq, __ATOMIC_ACQUIRE), &anchors, &real_now)) {
+    }
+    return tc_anchors_track_rate(&anchors, tc_track_of(vclock));
 }
 
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state) {

@@ -33,7 +33,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 6u
+#define TC_SEGMENT_VERSION 7u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -79,7 +79,7 @@ struct tc_split {
  */
 struct tc_clock_state {
     struct tc_split t0;                  /* real CLOCK_MONOTONIC at the anchor */
-    uint64_t rate;                       /* virtual ns per real ns × 2^32; 0 = frozen */
+    uint64_t rate;                       /* virtual ns per real ns × 2^32; 0 = frozen; | TC_RATE_WALL_FROZEN */
     struct tc_split offset[TC_TRACK_COUNT];
 };
 
@@ -133,6 +133,10 @@ struct tc_timeline {
 
 /* In a published rate: the copy holds the state before a pending verb. */
 #define TC_RATE_PENDING (1ULL << 63)
+/* In a published rate: the wall track stands still (freeze --wall); the
+   other bits are the elapsed track's rate. Both flags are tested with one
+   mask on the read path, so a running read costs what it did. */
+#define TC_RATE_WALL_FROZEN (1ULL << 62)
 
 struct tc_segment_header {
     char magic[8];                     /* TC_SEGMENT_MAGIC */
