@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "timectl_segment_io.h"
+#include "timectl_filetimes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #define TC_PROC_SLOTS 1024u
 #define TC_WAIT_OFFSET (TC_PROC_OFFSET + TC_PROC_SLOTS * (uint32_t)sizeof(struct tc_proc_slot))
 #define TC_WAIT_SLOTS 4096u
+#define TC_HISTORY_OFFSET (TC_WAIT_OFFSET + TC_WAIT_SLOTS * (uint32_t)sizeof(struct tc_wait_slot))
 
 static int fail(struct tc_failure *failure, int result) {
     if (failure) failure->result = result;
@@ -58,7 +60,7 @@ const char *tc_result_phrase(int result) {
 }
 
 uint64_t tc_segment_expected_size(void) {
-    uint64_t size = TC_WAIT_OFFSET + (uint64_t)TC_WAIT_SLOTS * sizeof(struct tc_wait_slot);
+    uint64_t size = TC_HISTORY_OFFSET + (uint64_t)TC_HISTORY_ENTRIES * sizeof(struct tc_history_entry);
     return (size + 4095) & ~(uint64_t)4095;
 }
 
@@ -199,6 +201,11 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
         h->wait_capacity > TC_WAIT_MAP_WORDS * 64 ||
         (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
         return TC_E_CORRUPT;
+    uint64_t wait_end = (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot);
+    if (h->history_offset < wait_end || h->history_offset % 32 != 0 || h->history_capacity == 0 ||
+        (h->history_capacity & (h->history_capacity - 1)) != 0 || h->history_capacity > 1u << 20 ||
+        (uint64_t)h->history_offset + (uint64_t)h->history_capacity * sizeof(struct tc_history_entry) > file_size)
+        return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
     /* Every base an instant in range, so that their differences (the clock offsets) fit. */
     for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++)
@@ -277,6 +284,8 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
     h->proc_capacity = TC_PROC_SLOTS;
     h->wait_offset = TC_WAIT_OFFSET;
     h->wait_capacity = TC_WAIT_SLOTS;
+    h->history_offset = TC_HISTORY_OFFSET;
+    h->history_capacity = TC_HISTORY_ENTRIES;
     strncpy(h->name, name, sizeof(h->name) - 1);
 
     /* Read monotonic first: it is the anchor every other clock runs from. */
@@ -304,6 +313,7 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
         segment->timeline.copy[copy].check = tc_state_check(&segment->timeline.copy[copy].state, NULL);
     }
     h->check = tc_header_check(h);
+    tc_history_append(segment, h->created_realtime, base[TC_VCLOCK_REALTIME], TC_RATE_ONE);
 }
 
 int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
@@ -528,7 +538,12 @@ static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const
     int result = resolve_pending(segment, current, &pending, anchor, &anchors);
     if (verb_result) *verb_result = result;
     tc_anchors_pack(resolved, &anchors);
-    return publish(timeline, seq, resolved, NULL);
+    seq = publish(timeline, seq, resolved, NULL);
+    /* The session's past, for file times: from the verb's real instant on, the wall reads this. */
+    if (result == TC_OK)
+        tc_history_append(segment, anchors.t0 + pending.real_offset, anchors.track[TC_TRACK_WALL],
+                          tc_anchors_track_rate(&anchors, TC_TRACK_WALL));
+    return seq;
 }
 
 /*
