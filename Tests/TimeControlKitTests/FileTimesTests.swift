@@ -112,4 +112,21 @@ struct FileTimesTests {
         #expect(before[.modificationDate] as? Date == after[.modificationDate] as? Date)
         #expect(before[.systemFileNumber] as? Int == after[.systemFileNumber] as? Int, "the cache file was replaced")
     }
+
+    @Test("after more verbs than the history ring holds, an early file is placed before the oldest remembered interval: files keep their order")
+    func historyWraps() throws {
+        let (sandbox, directory) = try Self.session()
+        let session = try TimeSession.open(named: "files", in: sandbox.sessions)
+        _ = try Self.run(sandbox, ["touch", directory + "/early"])
+        usleep(20_000)  // past the kernel's coarse clock tick: the ticks below begin after the file's time
+        for _ in 0..<4200 { try session.advance(by: .seconds(1)) }
+        _ = try Self.run(sandbox, ["touch", directory + "/late"])
+        let times = try Self.run(sandbox, ["stat", "-c", "%Y", directory + "/early", directory + "/late"]).lines.compactMap { Int64($0) }
+        #expect(times.count == 2)
+        #expect(times.last == Self.start + 4200, "\(times)")
+        // Forgotten: no longer 12:00:00 (its interval was overwritten), but just before the oldest
+        // remembered one (12:00:00 + 104 s: 4202 entries, 4096 kept), at real speed: well before the late file.
+        let early = times.first ?? -1
+        #expect(early > Self.start && early < Self.start + 4200 - 4095, "\(times)")
+    }
 }
