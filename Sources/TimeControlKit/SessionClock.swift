@@ -208,7 +208,7 @@ final class SessionSleeper: @unchecked Sendable {
             if stopped { return }
             var realWait: Int64 = -1
             if let next {
-                let rate = mapping.snapshot().rate
+                let rate = tc_segment_rate(segment)  // the monotonic clock's, whether or not the wall stands still
                 if rate != 0 {
                     let remaining = UInt64(max(0, next.subtractingSaturating(now)))
                     let scaled = (UInt128(remaining) << 32 + UInt128(rate) - 1) / UInt128(rate)

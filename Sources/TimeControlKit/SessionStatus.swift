@@ -17,9 +17,12 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     public var monotonicNanoseconds: Int64
     /// Virtual time elapsed since the session was created (E in SPEC §2).
     public var elapsedNanoseconds: Int64
-    /// Whether the clocks stand still.
+    /// Whether every clock stands still (`freeze`).
     public var frozen: Bool
-    /// 0 when frozen.
+    /// Whether the wall clocks stand still: after `freeze --wall`, while the
+    /// monotonic clocks run at ``rate``, and whenever ``frozen``.
+    public var wallFrozen: Bool
+    /// The monotonic clocks' rate (and the wall clocks' unless ``wallFrozen``); 0 when frozen.
     public var rate: Double
     /// The rate as entered (`0.5`, `2`), exactly as the segment holds it.
     public var rateText: String

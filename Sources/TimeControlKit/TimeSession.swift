@@ -154,11 +154,26 @@ public final class TimeSession: Sendable {
     }
 
     /// Lets the clocks run, at real speed unless another rate is given (`resume`).
+    /// A wall clock stopped by ``freezeWall(at:)-(WallClockTarget?)`` runs again too, from where it stands.
     public func resume(rate: TimeRate = .realTime) throws(TimeControlError) {
-        try apply(.run(at: rate))
+        try apply(.resume(at: rate))
     }
 
-    /// Sets how fast the clocks run (`rate FACTOR`).
+    /// Stops the wall clocks only (`freeze --wall [AT]`): `CLOCK_REALTIME`,
+    /// `time()`, `gettimeofday()` read `target` (or where they stand) until
+    /// a `tick`, `set`, ``resume(rate:)`` or ``reset()``, while the monotonic
+    /// clocks, sleeps, timeouts and timers go on at the session's rate.
+    /// A `tick` moves both; ``setRate(_:)-(TimeRate)`` leaves the wall stopped.
+    public func freezeWall(at target: WallClockTarget? = nil) throws(TimeControlError) {
+        try apply(.freezeWall(at: target))
+    }
+
+    /// Stops the wall clocks at `date`, monotonic clocks running (`freeze --wall AT`).
+    public func freezeWall(at date: Date) throws(TimeControlError) {
+        try apply(.freezeWall(at: .absolute(nanosecondsSinceEpoch: try Self.nanoseconds(since1970: date))))
+    }
+
+    /// Sets how fast the clocks run (`rate FACTOR`); a stopped wall clock stays stopped.
     public func setRate(_ rate: TimeRate) throws(TimeControlError) {
         try apply(.run(at: rate))
     }
@@ -305,6 +320,7 @@ public final class TimeSession: Sendable {
             monotonicNanoseconds: elapsedTrack,
             elapsedNanoseconds: elapsedTrack.subtractingSaturating(header.base.0),  // base[TC_VCLOCK_MONOTONIC]
             frozen: anchors.rate == 0,
+            wallFrozen: anchors.rate == 0 || anchors.wall_frozen != 0,
             rate: anchors.rate == 0 ? 0 : TimeFormats.rateFactor(anchors.rate),
             rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),
             createdAt: TimeFormats.formatInstant(header.created_realtime),

@@ -38,10 +38,17 @@ public struct TimeRate: Sendable, Hashable, CustomStringConvertible {
 
 /// A change to a session's timeline (SPEC §2). Each is applied atomically.
 public enum TimeVerb: Sendable, Hashable {
-    /// Stops the clocks; with a target, the wall clock jumps there first.
+    /// Stops the clocks, wall and monotonic; with a target, the wall clock jumps there first.
     case freeze(at: WallClockTarget?)
-    /// Lets the clocks run at `rate` (`resume` and `rate`).
+    /// Stops the wall clocks only (`freeze --wall`); with a target, they jump there first.
+    /// Monotonic clocks, sleeps, timeouts and timers go on at the session's rate.
+    case freezeWall(at: WallClockTarget?)
+    /// Sets the rate of the clocks that run (`rate`): a wall clock stopped by
+    /// ``freezeWall(at:)`` stays stopped; a frozen session runs again.
     case run(at: TimeRate)
+    /// Lets every clock run at `rate` (`resume`), a stopped wall clock
+    /// included, from where it stands.
+    case resume(at: TimeRate)
     /// Moves every clock forward by a non-negative number of nanoseconds (`tick`).
     case advance(nanoseconds: Int64)
     /// Moves the wall clock, forward or back; monotonic clocks are untouched (`set`).
@@ -58,7 +65,10 @@ public enum TimeVerb: Sendable, Hashable {
         switch self {
         case .freeze(nil): return "freeze"
         case .freeze(let target?): return "freeze \(Self.describe(target))"
+        case .freezeWall(nil): return "freeze --wall"
+        case .freezeWall(let target?): return "freeze --wall \(Self.describe(target))"
         case .run(let rate): return rate == .realTime ? "resume" : "rate \(rate)"
+        case .resume(let rate): return rate == .realTime ? "resume" : "resume \(rate)"
         case .advance(let nanoseconds): return "tick \(TimeFormats.formatDuration(nanoseconds))"
         case .setWallClock(let target): return "set \(Self.describe(target))"
         case .reset: return "reset"
@@ -91,8 +101,14 @@ public enum TimeVerb: Sendable, Hashable {
         case .freeze(let target):
             verb.kind = Int32(TC_VERB_FREEZE.rawValue)
             wall(target)
+        case .freezeWall(let target):
+            verb.kind = Int32(TC_VERB_FREEZE_WALL.rawValue)
+            wall(target)
         case .run(let rate):
             verb.kind = Int32(TC_VERB_SET_RATE.rawValue)
+            verb.rate = rate.fixedPoint
+        case .resume(let rate):
+            verb.kind = Int32(TC_VERB_RESUME.rawValue)
             verb.rate = rate.fixedPoint
         case .advance(let nanoseconds):
             verb.kind = Int32(TC_VERB_ADVANCE.rawValue)

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "timectl_segment_io.h"
+#include "timectl_filetimes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +22,7 @@
 #define TC_PROC_SLOTS 1024u
 #define TC_WAIT_OFFSET (TC_PROC_OFFSET + TC_PROC_SLOTS * (uint32_t)sizeof(struct tc_proc_slot))
 #define TC_WAIT_SLOTS 4096u
+#define TC_HISTORY_OFFSET (TC_WAIT_OFFSET + TC_WAIT_SLOTS * (uint32_t)sizeof(struct tc_wait_slot))
 
 static int fail(struct tc_failure *failure, int result) {
     if (failure) failure->result = result;
@@ -58,7 +60,7 @@ const char *tc_result_phrase(int result) {
 }
 
 uint64_t tc_segment_expected_size(void) {
-    uint64_t size = TC_WAIT_OFFSET + (uint64_t)TC_WAIT_SLOTS * sizeof(struct tc_wait_slot);
+    uint64_t size = TC_HISTORY_OFFSET + (uint64_t)TC_HISTORY_ENTRIES * sizeof(struct tc_history_entry);
     return (size + 4095) & ~(uint64_t)4095;
 }
 
@@ -82,7 +84,7 @@ uint64_t tc_header_check(const struct tc_segment_header *header) {
     _Static_assert(sizeof(copy) % 8 == 0, "the header is whole words");
     uint64_t words[sizeof(copy) / 8];
     memcpy(words, &copy, sizeof(copy));
-    return mix_words(0x54494d4543544c06ULL, words, sizeof(words) / 8);
+    return mix_words(0x54494d4543544c07ULL, words, sizeof(words) / 8);
 }
 
 uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
@@ -94,7 +96,7 @@ uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pend
         memcpy(&words[7], pending, 5 * sizeof(uint64_t));
         count += 5;
     }
-    uint64_t hash = mix_words(0x7374617465000006ULL, words, count);
+    uint64_t hash = mix_words(0x7374617465000007ULL, words, count);
     return (uint32_t)(hash ^ (hash >> 32));
 }
 
@@ -109,8 +111,10 @@ static int rate_valid(uint64_t rate) { return rate == 0 || (rate >= TC_RATE_MIN 
 /* A verb a writer may publish: the kinds and ranges tc_anchors_apply accepts. */
 static int verb_valid(const struct tc_verb *verb) {
     switch (verb->kind) {
-    case TC_VERB_FREEZE: return verb->wall >= TC_WALL_KEEP && verb->wall <= TC_WALL_RELATIVE;
-    case TC_VERB_SET_RATE: return verb->rate >= TC_RATE_MIN && verb->rate <= TC_RATE_MAX;
+    case TC_VERB_FREEZE:
+    case TC_VERB_FREEZE_WALL: return verb->wall >= TC_WALL_KEEP && verb->wall <= TC_WALL_RELATIVE;
+    case TC_VERB_SET_RATE:
+    case TC_VERB_RESUME: return verb->rate >= TC_RATE_MIN && verb->rate <= TC_RATE_MAX;
     case TC_VERB_ADVANCE: return verb->value >= 0;
     case TC_VERB_ADVANCE_TO: return tc_vclock_valid(verb->vclock);
     case TC_VERB_SET_WALL: return verb->wall == TC_WALL_ABSOLUTE || verb->wall == TC_WALL_RELATIVE;
@@ -138,7 +142,7 @@ static int state_valid(const struct tc_clock_state *state) {
     /* t0 is a real CLOCK_MONOTONIC reading: after boot, not past now (verbs anchor 1 µs ahead). */
     if (!split_valid(state->t0) || state->t0.sec < 0 ||
         tc_split_to_ns(state->t0) > tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND ||
-        !rate_valid(state->rate & ~TC_RATE_PENDING))
+        !rate_valid(state->rate & ~(TC_RATE_PENDING | TC_RATE_WALL_FROZEN)))
         return 0;
     for (int k = 0; k < TC_TRACK_COUNT; k++) {
         if (!split_valid(state->offset[k])) return 0;
@@ -196,6 +200,11 @@ int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, ui
     if (h->wait_offset < proc_end || h->wait_offset % 16 != 0 || h->wait_capacity == 0 ||
         h->wait_capacity > TC_WAIT_MAP_WORDS * 64 ||
         (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot) > file_size)
+        return TC_E_CORRUPT;
+    uint64_t wait_end = (uint64_t)h->wait_offset + (uint64_t)h->wait_capacity * sizeof(struct tc_wait_slot);
+    if (h->history_offset < wait_end || h->history_offset % 32 != 0 || h->history_capacity == 0 ||
+        (h->history_capacity & (h->history_capacity - 1)) != 0 || h->history_capacity > 1u << 20 ||
+        (uint64_t)h->history_offset + (uint64_t)h->history_capacity * sizeof(struct tc_history_entry) > file_size)
         return TC_E_CORRUPT;
     if (memchr(h->name, 0, sizeof(h->name)) == NULL) return TC_E_CORRUPT;
     /* Every base an instant in range, so that their differences (the clock offsets) fit. */
@@ -275,6 +284,8 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
     h->proc_capacity = TC_PROC_SLOTS;
     h->wait_offset = TC_WAIT_OFFSET;
     h->wait_capacity = TC_WAIT_SLOTS;
+    h->history_offset = TC_HISTORY_OFFSET;
+    h->history_capacity = TC_HISTORY_ENTRIES;
     strncpy(h->name, name, sizeof(h->name) - 1);
 
     /* Read monotonic first: it is the anchor every other clock runs from. */
@@ -302,6 +313,7 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
         segment->timeline.copy[copy].check = tc_state_check(&segment->timeline.copy[copy].state, NULL);
     }
     h->check = tc_header_check(h);
+    tc_history_append(segment, h->created_realtime, base[TC_VCLOCK_REALTIME], TC_RATE_ONE);
 }
 
 int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
@@ -471,6 +483,14 @@ uint64_t tc_segment_rate(const struct tc_segment *segment) {
     return anchors.rate;
 }
 
+uint64_t tc_segment_clock_rate(const struct tc_segment *segment, int vclock) {
+    struct tc_anchors anchors;
+    int64_t real_now;
+    while (!read_copy(segment, __atomic_load_n(&segment->timeline.seq, __ATOMIC_ACQUIRE), &anchors, &real_now)) {
+    }
+    return tc_anchors_track_rate(&anchors, tc_track_of(vclock));
+}
+
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state) {
     struct tc_anchors anchors;
     int64_t real_now;
@@ -518,7 +538,12 @@ static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const
     int result = resolve_pending(segment, current, &pending, anchor, &anchors);
     if (verb_result) *verb_result = result;
     tc_anchors_pack(resolved, &anchors);
-    return publish(timeline, seq, resolved, NULL);
+    seq = publish(timeline, seq, resolved, NULL);
+    /* The session's past, for file times: from the verb's real instant on, the wall reads this. */
+    if (result == TC_OK)
+        tc_history_append(segment, anchors.t0 + pending.real_offset, anchors.track[TC_TRACK_WALL],
+                          tc_anchors_track_rate(&anchors, TC_TRACK_WALL));
+    return seq;
 }
 
 /*

@@ -41,8 +41,8 @@ enum StatusFormat {
             : status.processes.map { "\($0.pid) (\($0.command))" }.joined(separator: ", ")
         let rows: [(String, String)] = [
             ("session", "\(status.session)  \(status.segment)"),
-            ("wall clock", status.wallClock + (status.frozen ? "  (frozen)" : "")),
-            ("rate", status.frozen ? "frozen" : status.rateText),
+            ("wall clock", status.wallClock + (status.frozen ? "  (frozen)" : status.wallFrozen ? "  (wall frozen)" : "")),
+            ("rate", status.frozen ? "frozen" : status.rateText + (status.wallFrozen ? " (monotonic clocks; the wall clock stands still)" : "")),
             ("elapsed", TimeFormats.formatDuration(status.elapsedNanoseconds) + " of virtual time since the session was created"),
             ("created", status.createdAt),
             ("processes", processes),

@@ -9,10 +9,23 @@ struct Freeze: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "freeze",
         abstract: "Stop the clocks; with AT, the wall clock jumps to AT first.",
-        usage: "timectl freeze [--session <name>] [<at>]",
-        discussion: "Creates the session if it does not exist. Monotonic clocks stop where they are.")
+        usage: "timectl freeze [--session <name>] [--wall] [<at>]",
+        discussion: """
+            Creates the session if it does not exist. Monotonic clocks stop where they are.
+
+            With --wall, only the wall clocks stop (CLOCK_REALTIME, time(), gettimeofday(), \
+            Instant.now()): monotonic clocks, sleeps, timeouts and timers go on at the session's rate, \
+            as libfaketime's DONT_FAKE_MONOTONIC. 'tick' moves both; 'set' moves the stopped wall; \
+            'rate' changes the monotonic rate and leaves the wall stopped; 'resume' lets the wall run \
+            again from where it stands; plain 'freeze' stops both; 'reset' puts the wall back on \
+            real time, running. A wait for a wall-clock deadline (an absolute CLOCK_REALTIME sleep, \
+            pthread_cond_timedwait) ends only when a verb moves the wall past it.
+            """)
 
     @OptionGroup var sessionOptions: SessionOptions
+
+    @Flag(help: "Stop only the wall clocks; monotonic clocks and waits go on.")
+    var wall = false
 
     @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or ±DURATION).", valueName: "at"))
     var target: [String] = []
@@ -22,12 +35,17 @@ struct Freeze: ParsableCommand {
     func wallClockTarget() throws -> WallClockTarget? {
         guard !target.isEmpty else { return nil }
         return try InvalidValue.reporting { () throws(FormatError) in
-            try TimeFormats.parseInstant(try OneValue.of(target, kind: "AT", usage: "timectl freeze [AT]"))
+            try TimeFormats.parseInstant(try OneValue.of(target, kind: "AT", usage: wall ? "timectl freeze --wall [AT]" : "timectl freeze [AT]"))
         }
     }
 
     func run() throws {
-        try sessionOptions.openOrCreate().freeze(at: try wallClockTarget())
+        let session = try sessionOptions.openOrCreate()
+        if wall {
+            try session.freezeWall(at: try wallClockTarget())
+        } else {
+            try session.freeze(at: try wallClockTarget())
+        }
     }
 }
 
@@ -36,7 +54,7 @@ struct Resume: ParsableCommand {
         commandName: "resume",
         abstract: "Let the clocks run again, at real speed or at RATE.",
         usage: "timectl resume [--session <name>] [<rate>]",
-        discussion: "The clocks continue from where they stand; nothing jumps.")
+        discussion: "The clocks continue from where they stand; nothing jumps. A wall clock stopped by 'freeze --wall' runs again too.")
 
     @OptionGroup var sessionOptions: SessionOptions
 
@@ -62,7 +80,7 @@ struct Rate: ParsableCommand {
         commandName: "rate",
         abstract: "Run the clocks FACTOR times as fast as real time.",
         usage: "timectl rate [--session <name>] <factor>",
-        discussion: "FACTOR is from 0.001 to 1000000: 2 is twice as fast, 0.5 half as fast. Use freeze to stop the clocks. Creates the session if it does not exist.")
+        discussion: "FACTOR is from 0.001 to 1000000: 2 is twice as fast, 0.5 half as fast. Use freeze to stop the clocks. A wall clock stopped by 'freeze --wall' stays stopped (use resume). Creates the session if it does not exist.")
 
     @OptionGroup var sessionOptions: SessionOptions
 
@@ -182,7 +200,7 @@ struct SetWallClock: ParsableCommand {
 struct Reset: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reset",
-        abstract: "Put the wall clock back on real time, at rate 1.",
+        abstract: "Put the wall clock back on real time, running, at rate 1.",
         discussion: "Monotonic clocks keep going forward from where they stand.")
 
     @OptionGroup var sessionOptions: SessionOptions

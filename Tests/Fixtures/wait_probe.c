@@ -296,6 +296,17 @@ static int absolute_wall_sleep(int64_t seconds) {
     return 0;
 }
 
+/* A relative clock_nanosleep on CLOCK_REALTIME: it measures elapsed time, whatever the wall clock does. */
+static int relative_wall_sleep(int64_t milliseconds) {
+    struct timespec request = {milliseconds / 1000, (milliseconds % 1000) * 1000000};
+    int64_t wall = now_ns(CLOCK_REALTIME);
+    ready();
+    int result = clock_nanosleep(CLOCK_REALTIME, 0, &request, NULL);
+    printf("result=%s wall_moved=%lld elapsed=%lld\n", error_name(result), (long long)(now_ns(CLOCK_REALTIME) - wall),
+           (long long)elapsed());
+    return 0;
+}
+
 static void *sleep_long(void *unused) {
     (void)unused;
     struct timespec request = {3600, 0};
@@ -352,6 +363,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "timer-signal") == 0 && argc == 3) return posix_timer(n);
     if (strcmp(kind, "nanosleep-eintr") == 0 && argc == 3) return interrupted_sleep(n);
     if (strcmp(kind, "abs-wall-sleep") == 0 && argc == 3) return absolute_wall_sleep(n);
+    if (strcmp(kind, "rel-wall-sleep-ms") == 0 && argc == 3) return relative_wall_sleep(n);
     if (strcmp(kind, "sleepers") == 0 && argc == 3) return many_sleepers((int)n);
     if (strcmp(kind, "rearm-zero-timer") == 0) rearm_zero_timer();
 usage:

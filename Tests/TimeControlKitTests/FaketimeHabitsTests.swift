@@ -103,7 +103,7 @@ struct FaketimeHabitsTests {
     }
 
     @Test("usage lines show one value, not a list", arguments: [
-        (["freeze", "--help"], "USAGE: timectl freeze [--session <name>] [<at>]"),
+        (["freeze", "--help"], "USAGE: timectl freeze [--session <name>] [--wall] [<at>]"),
         (["set", "--help"], "USAGE: timectl set [--session <name>] <at>"),
         (["tick", "--help"], "USAGE: timectl tick [--session <name>] (<duration>"),
     ])

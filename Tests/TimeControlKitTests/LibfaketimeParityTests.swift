@@ -65,6 +65,23 @@ struct LibfaketimeParityTests {
         #expect(result.lines == ["True"])
     }
 
+    /// functests/test_exclude_mono.sh (`DONT_FAKE_MONOTONIC=1`, `faketime --exclude-monotonic`):
+    /// the wall clock is the faked date while the monotonic clock and a sleep run as in real time.
+    @Test("exclude monotonic: freeze --wall '2016-01-01 12:00:00'; the wall reads it around a sleep that the monotonic clock measures")
+    func excludeMonotonic() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let frozen = try sandbox.timectl("--session", "mono", "freeze", "--wall", "2016-01-01 12:00:00")
+        try #require(frozen.status == 0, "\(frozen)")
+        let result = try sandbox.runAttached(session: "mono", ["python3", "-c", """
+            import time
+            wall = int(time.time()); start = time.monotonic()
+            time.sleep(1)
+            print(wall, int(time.time()), time.monotonic() - start >= 1)
+            """])
+        #expect(result.lines == ["1451649600 1451649600 True"], "\(result)")
+    }
+
     /// timetest.c: timed condition waits on both clocks, POSIX timer overruns
     /// with the signal blocked, an absolute one-shot timer, and every way of
     /// reading the wall clock — here under auto-advance, so its 4 s of

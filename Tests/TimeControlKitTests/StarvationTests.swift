@@ -171,7 +171,7 @@ enum JavaFixtures {
         if let compiled { return compiled }
         let output = CFixture.directory + "/java"
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-        let sources = ["Now", "Nap"].map { Build.packageRoot + "/Tests/Fixtures/java/\($0).java" }
+        let sources = ["Now", "Nap", "WallNap"].map { Build.packageRoot + "/Tests/Fixtures/java/\($0).java" }
         let result = try runProgram("/usr/bin/env", ["javac", "-d", output] + sources, environment: ProcessInfo.processInfo.environment,
                                     guardSeconds: 120)
         try #require(result.status == 0, "javac (a JDK, e.g. Debian's default-jdk-headless): \(result)")

@@ -5,6 +5,7 @@
 #include "timectl_segment.h"
 #include "timectl_segment_io.h"
 #include "timectl_timeline.h"
+#include "timectl_filetimes.h"
 #include "timectl_trace.h"
 #include "timectl_run.h"
 #include "timectl_program.h"

@@ -9,6 +9,7 @@
  *   offset 0     struct tc_segment   header, timeline, generation, writer lock
  *   proc_offset  struct tc_proc_slot[proc_capacity]   attached processes
  *   wait_offset  struct tc_wait_slot[wait_capacity]   pending waits and armed timers
+ *   history_offset  struct tc_history_entry[history_capacity]   the timeline's past, for file times
  *
  * Versioning: `magic`, `version` and `header_size` must match exactly and
  * `total_size` must equal the file size, or the segment is not trusted
@@ -33,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 6u
+#define TC_SEGMENT_VERSION 7u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -79,7 +80,7 @@ struct tc_split {
  */
 struct tc_clock_state {
     struct tc_split t0;                  /* real CLOCK_MONOTONIC at the anchor */
-    uint64_t rate;                       /* virtual ns per real ns × 2^32; 0 = frozen */
+    uint64_t rate;                       /* virtual ns per real ns × 2^32; 0 = frozen; | TC_RATE_WALL_FROZEN */
     struct tc_split offset[TC_TRACK_COUNT];
 };
 
@@ -133,6 +134,10 @@ struct tc_timeline {
 
 /* In a published rate: the copy holds the state before a pending verb. */
 #define TC_RATE_PENDING (1ULL << 63)
+/* In a published rate: the wall track stands still (freeze --wall); the
+   other bits are the elapsed track's rate. Both flags are tested with one
+   mask on the read path, so a running read costs what it did. */
+#define TC_RATE_WALL_FROZEN (1ULL << 62)
 
 struct tc_segment_header {
     char magic[8];                     /* TC_SEGMENT_MAGIC */
@@ -149,6 +154,8 @@ struct tc_segment_header {
     uint32_t proc_capacity;            /* its number of slots */
     uint32_t wait_offset;              /* byte offset of the wait table */
     uint32_t wait_capacity;            /* its number of slots */
+    uint32_t history_offset;           /* byte offset of the history ring (file times) */
+    uint32_t history_capacity;         /* its number of entries, a power of two */
     char name[TC_SESSION_NAME_MAX];    /* session name, NUL-terminated */
     /* tc_header_check() of every field above except `flags`: a damaged
        header is refused when a process attaches or timectl opens it. */
@@ -188,7 +195,10 @@ struct tc_segment {
        its pid was reused. */
     uint64_t scheduler_started;
     uint32_t scheduler_kind;           /* enum tc_scheduler_kind */
-    uint8_t generation_padding[20];
+    uint32_t history_reserved;
+    /* Entries ever written to the history ring (entry n is at n % capacity); written under the writer lock. */
+    uint64_t history_count;
+    uint8_t generation_padding[8];
     /* The writer lock (cache line 10): 0 when free, else the holder as
        tc_lock_owner(pid, start time), taken by compare-and-swap. A holder
        that died (its pid gone, or now naming a process that started at
@@ -265,6 +275,22 @@ struct tc_wait_slot {
     int64_t deadline;                  /* virtual ns on vclock */
     int64_t registered;                /* real CLOCK_BOOTTIME ns at the claim */
     uint64_t reserved[2];
+};
+
+/*
+ * One interval of the session's past, for file times (SPEC §9): from the
+ * real CLOCK_REALTIME `real_start` on (until the next entry's), the virtual
+ * wall clock read wall_start + (real − real_start) × wall_rate (fixed
+ * point; 0 while the wall stood still). Entry n (counting from 0) lives in
+ * slot n % capacity and carries `number` = n + 1, written last (release):
+ * a reader that finds another number there skips it (overwritten, or not
+ * yet written). Entries are written by verbs, under the writer lock.
+ */
+struct tc_history_entry {
+    uint64_t number;
+    int64_t real_start;
+    int64_t wall_start;
+    uint64_t wall_rate;
 };
 
 #ifdef __cplusplus

@@ -51,6 +51,8 @@ enum tc_verb_kind {
     TC_VERB_SET_WALL = 4, /* the wall clock per `wall`; monotonic clocks untouched */
     TC_VERB_RESET = 5,    /* wall := real wall, rate := 1 */
     TC_VERB_ADVANCE_TO = 6, /* every clock forward until `vclock` reads `value` (no-op if it already does) */
+    TC_VERB_FREEZE_WALL = 7, /* the wall clock stands still, moved per `wall`; the elapsed track keeps its rate */
+    TC_VERB_RESUME = 8,   /* rate := `rate`, and a frozen wall clock runs again from where it stands */
 };
 
 /* What a verb does to the wall clock. */
@@ -75,11 +77,17 @@ struct tc_real_now {
     int64_t realtime;
 };
 
-/* A state in plain nanoseconds: each track reads track[k] at real time t0. */
+/*
+ * A state in plain nanoseconds: each track reads track[k] at real time t0
+ * and runs at `rate`, except the wall track while `wall_frozen` (then it
+ * stands still). Packed, `wall_frozen` is TC_RATE_WALL_FROZEN in the rate.
+ */
 struct tc_anchors {
     int64_t t0;
     uint64_t rate;
     int64_t track[TC_TRACK_COUNT];
+    int32_t wall_frozen;
+    int32_t reserved;
 };
 
 enum tc_result {
@@ -161,23 +169,30 @@ static inline int64_t tc_scale(int64_t real_delta, uint64_t rate) {
 
 /* ---- the writer's form ---- */
 
+/* The rate a track runs at: the session's, or 0 for a frozen wall. */
+static inline uint64_t tc_anchors_track_rate(const struct tc_anchors *anchors, int track) {
+    return track == TC_TRACK_WALL && anchors->wall_frozen ? 0 : anchors->rate;
+}
+
 static inline void tc_anchors_pack(struct tc_clock_state *state, const struct tc_anchors *anchors) {
     state->t0 = tc_split_ns(anchors->t0);
-    state->rate = anchors->rate;
+    state->rate = anchors->rate | (anchors->wall_frozen ? TC_RATE_WALL_FROZEN : 0);
     for (int k = 0; k < TC_TRACK_COUNT; k++) state->offset[k] = tc_split_ns(anchors->track[k] - anchors->t0);
 }
 
 static inline struct tc_anchors tc_anchors_unpack(const struct tc_clock_state *state) {
     struct tc_anchors anchors;
     anchors.t0 = tc_split_to_ns(state->t0);
-    anchors.rate = state->rate;
+    anchors.rate = state->rate & ~TC_RATE_WALL_FROZEN;
+    anchors.wall_frozen = (state->rate & TC_RATE_WALL_FROZEN) != 0;
+    anchors.reserved = 0;
     for (int k = 0; k < TC_TRACK_COUNT; k++) anchors.track[k] = anchors.t0 + tc_split_to_ns(state->offset[k]);
     return anchors;
 }
 
 /* What a track reads at real monotonic time `real_now`. */
 static inline int64_t tc_anchors_value(const struct tc_anchors *anchors, int track, int64_t real_now) {
-    return anchors->track[track] + tc_scale(real_now - anchors->t0, anchors->rate);
+    return anchors->track[track] + tc_scale(real_now - anchors->t0, tc_anchors_track_rate(anchors, track));
 }
 
 static inline int tc_instant_in_range(int64_t value) {
@@ -209,8 +224,8 @@ static inline int tc_change_wall(struct tc_anchors *anchors, int change, int64_t
 static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_segment_header *header,
                                    const struct tc_verb *verb, struct tc_real_now now) {
     int64_t anchor_at = now.monotonic + TC_ANCHOR_LEAD_NS;
-    int64_t moved = tc_scale(anchor_at - anchors->t0, anchors->rate);
     for (int k = 0; k < TC_TRACK_COUNT; k++) {
+        int64_t moved = tc_scale(anchor_at - anchors->t0, tc_anchors_track_rate(anchors, k));
         if (anchors->track[k] > TC_INSTANT_MAX - moved) return TC_E_RANGE;
         anchors->track[k] += moved;
     }
@@ -219,12 +234,20 @@ static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_s
     int result = TC_OK;
     switch (verb->kind) {
     case TC_VERB_FREEZE:
+        /* Both tracks stop: the session is frozen as one, whatever stood still before. */
         anchors->rate = 0;
+        anchors->wall_frozen = 0;
+        result = tc_change_wall(anchors, verb->wall, verb->value);
+        break;
+    case TC_VERB_FREEZE_WALL:
+        anchors->wall_frozen = 1;
         result = tc_change_wall(anchors, verb->wall, verb->value);
         break;
     case TC_VERB_SET_RATE:
+    case TC_VERB_RESUME:
         if (verb->rate < TC_RATE_MIN || verb->rate > TC_RATE_MAX) return TC_E_INVALID;
         anchors->rate = verb->rate;
+        if (verb->kind == TC_VERB_RESUME) anchors->wall_frozen = 0;
         break;
     case TC_VERB_ADVANCE:
     case TC_VERB_ADVANCE_TO: {
@@ -248,6 +271,7 @@ static inline int tc_anchors_apply(struct tc_anchors *anchors, const struct tc_s
         break;
     case TC_VERB_RESET:
         anchors->rate = TC_RATE_ONE;
+        anchors->wall_frozen = 0;
         result = tc_change_wall(anchors, TC_WALL_ABSOLUTE, now.realtime + TC_ANCHOR_LEAD_NS);
         break;
     default: return TC_E_INVALID;
@@ -269,10 +293,9 @@ __attribute__((always_inline)) static inline struct timespec tc_state_at_anchor(
                                   TC_LOAD(state->t0.nsec) + TC_LOAD(state->offset[track].nsec));
 }
 
-/* A running track at the real monotonic time `real`. */
+/* A running track at the real monotonic time `real`, at `rate` (the published rate without its flags). */
 __attribute__((always_inline)) static inline struct timespec tc_state_at(const struct tc_clock_state *state, int track,
-                                                                       struct timespec real) {
-    uint64_t rate = TC_LOAD(state->rate);
+                                                                       struct timespec real, uint64_t rate) {
     int64_t t0_sec = TC_LOAD(state->t0.sec), t0_nsec = TC_LOAD(state->t0.nsec);
     int64_t offset_sec = TC_LOAD(state->offset[track].sec), offset_nsec = TC_LOAD(state->offset[track].nsec);
     /* Real time runs at rate 1 unless a test says otherwise: then a read is an addition. */
@@ -311,11 +334,20 @@ __attribute__((always_inline)) static inline int tc_timeline_try_read(const stru
     uint64_t rate = TC_LOAD(state->rate);
     if (rate == 0) {
         *out = tc_state_at_anchor(state, track);
-    } else {
-        if (__builtin_expect((rate & TC_RATE_PENDING) != 0, 0)) return 0;
+    } else if (__builtin_expect((rate & (TC_RATE_PENDING | TC_RATE_WALL_FROZEN)) == 0, 1)) {
         tc_real_clock_gettime(CLOCK_MONOTONIC, out);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        *out = tc_state_at(state, track, *out);
+        *out = tc_state_at(state, track, *out, rate);
+    } else {
+        if (rate & TC_RATE_PENDING) return 0;
+        /* The wall stands still; the elapsed track runs at the rate without the flag. */
+        if (track == TC_TRACK_WALL) {
+            *out = tc_state_at_anchor(state, track);
+        } else {
+            tc_real_clock_gettime(CLOCK_MONOTONIC, out);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            *out = tc_state_at(state, track, *out, rate & ~TC_RATE_WALL_FROZEN);
+        }
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     return TC_LOAD(timeline->seq) == seq;
@@ -351,8 +383,11 @@ static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclo
     return (int64_t)value.tv_sec * TC_NS_PER_SECOND + value.tv_nsec;
 }
 
-/* The rate in effect (a pending verb's, if one is pending); in segment.c. */
+/* The elapsed track's rate in effect (a pending verb's, if one is pending); in segment.c. */
 uint64_t tc_segment_rate(const struct tc_segment *segment);
+
+/* The rate a clock runs at now: the elapsed rate, or 0 for a wall clock while the wall stands still. */
+uint64_t tc_segment_clock_rate(const struct tc_segment *segment, int vclock);
 
 #ifdef __cplusplus
 }

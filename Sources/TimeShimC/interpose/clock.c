@@ -159,9 +159,10 @@ void tc_read_session_wall(int call, struct timespec *value) {
 
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
 long tc_syscall_settime(struct tc_segment *segment, long number, long a1, long a2);
+int tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5, long *result);
 
 /*
- * syscall(2) with a clock-reading, clock-setting or sleeping number is answered like the libc call;
+ * syscall(2) with a clock-reading, clock-setting, sleeping, stat or utime number is answered like the libc call;
  * every other number goes to the kernel unchanged, with libc's convention
  * (−1 and errno) for failures.
  */
@@ -193,7 +194,11 @@ TC_EXPORT long syscall(long number, ...) {
         if (!segment) break;
         return tc_shim_errno_result(tc_syscall_settime(segment, number, a1, a2));
     }
-    default: break;
+    default: {
+        long result;
+        if (tc_syscall_file_times(number, a1, a2, a3, a4, a5, &result)) return tc_shim_errno_result(result);
+        break;
+    }
     }
     return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));
 }

@@ -65,6 +65,9 @@ static int sleep_on(struct tc_segment *segment, int vclock, int flags, const str
             return yielded;
         }
     }
+    /* A relative wait measures elapsed time whatever its clock (Linux arms relative CLOCK_REALTIME sleeps on
+       CLOCK_MONOTONIC): it goes on while the wall clock stands still (freeze --wall) or jumps (set). */
+    if (!(flags & TIMER_ABSTIME)) vclock = tc_wait_relative_clock(vclock);
     int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, request_ns(request))
                                                : tc_wait_deadline_after(segment, vclock, request_ns(request));
     int64_t left = 0;

@@ -12,8 +12,10 @@
  * an ordinary tick in the segment:
  * every process sees it at the same instant (invariant 3), monotonic
  * clocks only go forward, and no wait ends before its deadline. Only a
- * frozen session creeps (a running one moves anyway), and only while
- * nobody else is changing it (the writer lock is tried, never waited for).
+ * clock that stands still creeps — a frozen session's, or a wall clock
+ * under `freeze --wall` (libuuid spins on it just the same) — and only
+ * while nobody else is changing the session (the writer lock is tried,
+ * never waited for).
  *
  * Yielding: HotSpot brings threads to a safepoint with 10 µs sleeps, sleeps
  * 1 ms on its way out and, if a compiler thread is still busy then, waits
@@ -37,13 +39,17 @@ TC_TLS struct tc_spin_state tc_spin_state;
 
 static int frozen(const struct tc_segment *segment) { return tc_segment_rate(segment) == 0; }
 
-/* Moves a frozen session forward by TC_CREEP_NS, unless it moved since the thread's last reading. */
+/* The clock a thread spins on stands still: the session is frozen, or it is a wall clock under freeze --wall. */
+static int stands_still(const struct tc_segment *segment, int vclock) { return tc_segment_clock_rate(segment, vclock) == 0; }
+
+/* Moves a session whose spun-on clock stands still forward by TC_CREEP_NS, unless it moved since the thread's
+   last reading. */
 static void creep(struct tc_segment *segment) {
     struct tc_spin_state *state = &tc_spin_state;
-    if (!frozen(segment) || tc_segment_try_lock(segment) != TC_OK) return;
+    if (!stands_still(segment, state->vclock) || tc_segment_try_lock(segment) != TC_OK) return;
     struct timespec now;
     tc_segment_read_into(segment, state->vclock, &now);
-    if (now.tv_sec == state->seconds && now.tv_nsec == state->nanoseconds && frozen(segment)) {
+    if (now.tv_sec == state->seconds && now.tv_nsec == state->nanoseconds && stands_still(segment, state->vclock)) {
         int saved_errno = errno;
         struct tc_verb advance = {.kind = TC_VERB_ADVANCE, .value = TC_CREEP_NS};
         tc_segment_apply(segment, &advance, NULL);

@@ -58,7 +58,8 @@ struct vtimer {
     timer_t id;             /* POSIX: the reserved kernel timer id */
     struct sigevent event;  /* POSIX: how to notify */
     int armed;
-    int64_t deadline;       /* virtual ns on vclock */
+    int armed_vclock;       /* the clock `deadline` is on: vclock, or MONOTONIC for a relative arm */
+    int64_t deadline;       /* virtual ns on armed_vclock */
     int64_t interval;       /* virtual ns, 0 for one-shot */
     int overrun;            /* POSIX: the overrun of the last delivered expiration (timer_getoverrun) */
     int signal_queued;      /* POSIX: its signal is queued and not yet seen delivered */
@@ -132,7 +133,7 @@ static struct itimerspec current_setting(struct tc_segment *segment, const struc
     struct itimerspec setting;
     memset(&setting, 0, sizeof(setting));
     if (!timer->armed) return setting;
-    int64_t left = timer->deadline - tc_segment_read(segment, timer->vclock);
+    int64_t left = timer->deadline - tc_segment_read(segment, timer->armed_vclock);
     /* A due timer the helper has not fired yet reports the smallest nonzero time, as Linux does. */
     setting.it_value = tc_timespec_from_ns(left > 0 ? left : 1);
     setting.it_interval = tc_timespec_from_ns(timer->interval);
@@ -150,14 +151,16 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
     disarm(timer);
     int64_t value = timespec_ns(setting->it_value);
     if (value == 0) return;
-    timer->deadline = absolute ? tc_wait_absolute_deadline(segment, timer->vclock, value)
-                               : tc_wait_deadline_after(segment, timer->vclock, value);
+    /* A relative timer (and its interval) measures elapsed time, as Linux arms relative CLOCK_REALTIME timers. */
+    timer->armed_vclock = absolute ? timer->vclock : tc_wait_relative_clock(timer->vclock);
+    timer->deadline = absolute ? tc_wait_absolute_deadline(segment, timer->armed_vclock, value)
+                               : tc_wait_deadline_after(segment, timer->armed_vclock, value);
     timer->interval = timespec_ns(setting->it_interval);
     timer->overrun = 0;
     timer->queued_overrun = 0;
     timer->armed = 1;
     /* Listed as the process's (thread 0): a timer outlives the thread that armed it. */
-    tc_wait_begin_for(&timer->wait, segment, kind, timer->vclock, timer->deadline, 0);
+    tc_wait_begin_for(&timer->wait, segment, kind, timer->armed_vclock, timer->deadline, 0);
 }
 
 /* Empties an eventfd without blocking, whatever the application's flags. */
@@ -271,7 +274,7 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
     for (int i = 0; i < TC_VTIMERS; i++) {
         struct vtimer *timer = &timers[i];
         if (timer->type == VTIMER_FREE || !timer->armed) continue;
-        struct tc_wait_view view = tc_wait_look(segment, timer->vclock);
+        struct tc_wait_view view = tc_wait_look(segment, timer->armed_vclock);
         if (view.now >= timer->deadline) {
             uint64_t expirations = 1;
             if (timer->interval > 0) expirations += (uint64_t)((view.now - timer->deadline) / timer->interval);
@@ -294,7 +297,7 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
                                                (int)(intptr_t)timer->id};
             if (timer->interval > 0) {
                 timer->deadline += (int64_t)expirations * timer->interval;
-                tc_wait_set_deadline(segment, timer->wait.slot, timer->vclock, timer->deadline);
+                tc_wait_set_deadline(segment, timer->wait.slot, timer->armed_vclock, timer->deadline);
             } else {
                 disarm(timer);
                 continue;

@@ -32,7 +32,7 @@ struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock) {
     struct tc_wait_view view;
     view.generation = __atomic_load_n(&segment->generation, __ATOMIC_ACQUIRE);
     view.now = tc_segment_read(segment, vclock);
-    view.rate = tc_segment_rate(segment);
+    view.rate = tc_segment_clock_rate(segment, vclock);
     return view;
 }
 
@@ -285,7 +285,7 @@ void tc_waiter_drain(int wake_fd) {
  */
 static int wake_condition_waiter(struct tc_segment *segment, struct waiter_record *record) {
     if (record->woken) return 1;
-    uint64_t rate = tc_segment_rate(segment);
+    uint64_t rate = tc_segment_clock_rate(segment, record->vclock);
     int due = tc_segment_read(segment, record->vclock) >= record->deadline;
     if (!due && rate == __atomic_load_n(&record->rate, __ATOMIC_ACQUIRE)) return 1;
     if (pthread_mutex_trylock(record->mutex) != 0) return 0;

@@ -47,6 +47,11 @@ int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline
 /* A deadline `relative` virtual ns from now on `vclock` (saturating). */
 int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative);
 
+/* The clock a relative wait on `vclock` measures: the elapsed track's (a wall clock may stand still or jump). */
+static inline int tc_wait_relative_clock(int vclock) {
+    return tc_track_of(vclock) == TC_TRACK_WALL ? TC_VCLOCK_MONOTONIC : vclock;
+}
+
 /* The deadline for an absolute one the application gave on `vclock` (different only under replay: see trace.h). */
 int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
 
