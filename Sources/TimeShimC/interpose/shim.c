@@ -58,13 +58,19 @@ static void write_line(struct tc_text *line) {
 
 /* ---- what the main executable is, from its ELF notes (AT_PHDR) ---- */
 
-static int executable_has_note(const char *owner, uint32_t owner_size, uint32_t wanted_type) {
+const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias) {
     const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)getauxval(AT_PHDR);
-    unsigned long count = getauxval(AT_PHNUM);
-    if (!phdrs) return 0;
-    uintptr_t bias = 0;
-    for (unsigned long i = 0; i < count; i++)
-        if (phdrs[i].p_type == PT_PHDR) bias = (uintptr_t)phdrs - phdrs[i].p_vaddr;
+    *count = phdrs ? getauxval(AT_PHNUM) : 0;
+    *bias = 0;
+    for (unsigned long i = 0; i < *count; i++)
+        if (phdrs[i].p_type == PT_PHDR) *bias = (uintptr_t)phdrs - phdrs[i].p_vaddr;
+    return phdrs;
+}
+
+static int executable_has_note(const char *owner, uint32_t owner_size, uint32_t wanted_type) {
+    unsigned long count;
+    uintptr_t bias;
+    const ElfW(Phdr) *phdrs = tc_executable_phdrs(&count, &bias);
     for (unsigned long i = 0; i < count; i++) {
         if (phdrs[i].p_type != PT_NOTE) continue;
         const char *note = (const char *)(bias + phdrs[i].p_vaddr);
@@ -85,8 +91,9 @@ static int executable_is_controller(void) { return executable_has_note("timectl"
 
 /*
  * A Go program: the linker's build-id note ("Go", type 4, .note.go.buildid).
- * Until the single program-kind check (issue 11) exists in the shared core,
- * this is where the shim tells; it should then ask that check.
+ * tc_program_inspect decides the same from the file, before an exec; here
+ * the shim reads its own process's notes in memory, at no cost in I/O at
+ * every start.
  */
 static int executable_is_go(void) { return executable_has_note("Go\0\0", 4, 4); }
 

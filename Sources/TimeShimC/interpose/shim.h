@@ -9,6 +9,8 @@
 #include "timectl_timeline.h"
 #include "timectl_trace.h"
 
+#include <link.h>
+
 #define TC_EXPORT __attribute__((visibility("default")))
 #define TC_LIKELY(x) __builtin_expect(!!(x), 1)
 /* Thread-local state at a fixed offset from the thread pointer: no __tls_get_addr call (which may allocate) on any path. */
@@ -67,5 +69,8 @@ long tc_shim_errno_result(long kernel_result);
  * program's raw execs (syscall_trap.c).
  */
 long tc_exec_checked(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags);
+
+/* The main executable's program headers (AT_PHDR; none if absent) and its load bias. */
+const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias);
 
 #endif

@@ -368,12 +368,9 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
 
 /* The span of the main executable's executable segments (AT_PHDR). */
 static int executable_text(uintptr_t *start, uintptr_t *end) {
-    const ElfW(Phdr) *phdrs = (const ElfW(Phdr) *)getauxval(AT_PHDR);
-    unsigned long count = getauxval(AT_PHNUM);
-    if (!phdrs) return 0;
-    uintptr_t bias = 0;
-    for (unsigned long i = 0; i < count; i++)
-        if (phdrs[i].p_type == PT_PHDR) bias = (uintptr_t)phdrs - phdrs[i].p_vaddr;
+    unsigned long count;
+    uintptr_t bias;
+    const ElfW(Phdr) *phdrs = tc_executable_phdrs(&count, &bias);
     *start = UINTPTR_MAX;
     *end = 0;
     for (unsigned long i = 0; i < count; i++) {
