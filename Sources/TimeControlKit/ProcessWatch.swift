@@ -43,8 +43,8 @@ import Glibc
 /// wait, or has been woken and not run yet: its wait channel alone tells
 /// which (`0` when woken), so pass 2 reads only `wchan` for it, not `stat`;
 /// a thread found dead stays dead. Descriptors stay open across looks (the
-/// kernel regenerates a `/proc` file on every read from offset 0), and a
-/// look allocates nothing while the threads stay the same.
+/// kernel regenerates a `/proc` file on every read from offset 0), and
+/// while the threads stay the same a look allocates only what it returns.
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -153,8 +153,8 @@ final class ProcessWatch {
                 files.appendChildren(of: ownThread, to: &queue)
                 continue
             }
-            guard let process = watchedProcess(pid) else { continue }  // gone
-            guard let leader = files.stat(process.leader) else {
+            let process = watchedProcess(pid)
+            guard let leader = files.stat(process.leader) else {  // gone
                 process.close()
                 watched[pid] = nil
                 continue
@@ -181,9 +181,9 @@ final class ProcessWatch {
         return !running
     }
 
-    private func watchedProcess(_ pid: Int32) -> WatchedProcess? {
+    private func watchedProcess(_ pid: Int32) -> WatchedProcess {
         if let known = watched[pid] { return known }
-        guard let process = WatchedProcess(pid: pid) else { return nil }
+        let process = WatchedProcess(pid: pid)
         watched[pid] = process
         return process
     }
@@ -211,7 +211,7 @@ private final class WatchedProcess {
     var needsListing = false
     var generation: UInt64 = 0
 
-    init?(pid: Int32) {
+    init(pid: Int32) {
         self.pid = pid
         leader = WatchedThread(pid: pid, tid: pid, directory: "/proc/\(pid)/task/\(pid)/")
         threads = [leader]
