@@ -21,18 +21,30 @@ import Glibc
 /// counts as running. The state letter alone is not enough: a thread
 /// preempted between marking itself asleep and calling into the scheduler
 /// stays runnable, on the run queue, while `stat` already says `S`; since
-/// Linux 5.16 `wchan` reads `0` for any thread on the run queue. For a
-/// process whose wait channel this user may not read (another user's, a
-/// setuid program's), `wchan` always reads `0`, and the state letter is all
-/// there is.
+/// Linux 5.16 `wchan` reads `0` for any thread on the run queue (and for a
+/// woken thread that has not run yet). For a process whose wait channel this
+/// user may not read (another user's, a setuid program's), `wchan` always
+/// reads `0`, and the state letter is all there is.
 ///
-/// **Quiescent** means two looks in a row found the same processes and
-/// threads, every thread blocked both times, and no thread scheduled in
-/// between (its run count, the third field of `/proc/.../schedstat`, did not
-/// move). Wake-ups are synchronous in the kernel: a thread woken by another
-/// is runnable before its waker blocks again. So any activity during the two
-/// looks — a chain of wake-ups across processes, a fork, a thread created —
-/// shows up as a running thread, a changed run count, or a changed set.
+/// **Quiescent** (one ``look(from:ignoring:)``) means three passes over the
+/// same threads: (1) every thread's run count — the third field of
+/// `/proc/.../schedstat`, which the kernel bumps each time it puts the
+/// thread on a CPU; (2) every thread blocked; (3) every run count again,
+/// unchanged. A thread cannot leave the run queue without running, so each
+/// thread, blocked in pass 2 and not run between passes 1 and 3, was off the
+/// run queue from the end of pass 1 on: at that instant every thread was
+/// blocked, and none ran until pass 3. Wake-ups are synchronous in the
+/// kernel: a thread woken by another is runnable before its waker blocks
+/// again. So any activity — a chain of wake-ups across processes, a fork, a
+/// thread created — shows up as a running thread or a changed run count.
+///
+/// **Cheap passes.** A thread that was blocked in pass 2 of an earlier look
+/// and has not run since (same run count in pass 1) is still in that same
+/// wait, or has been woken and not run yet: its wait channel alone tells
+/// which (`0` when woken), so pass 2 reads only `wchan` for it, not `stat`;
+/// a thread found dead stays dead. Descriptors stay open across looks (the
+/// kernel regenerates a `/proc` file on every read from offset 0), and
+/// while the threads stay the same a look allocates only what it returns.
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -49,92 +61,176 @@ final class ProcessWatch {
 
     let roots: () -> [Int32]
     private let ownPID = getpid()
-    private var files = ProcFiles()
-    /// Thread ids per process, re-listed when the thread count changes.
-    private var threadLists: [Int32: [Int32]] = [:]
-    /// Whether this user may read a process's wait channels (checked once per process).
-    private var channelsReadable: [Int32: Bool] = [:]
+    private let files = ProcFiles()
+    /// The processes of the last pass 1, by pid, with their threads' open files.
+    private var watched: [Int32: WatchedProcess] = [:]
+    /// This process's main thread: only its children are followed.
+    private var ownThread: WatchedThread
+    /// Pass 1's threads to judge, in order (kept to reuse its storage).
+    private var judged: [WatchedThread] = []
+    private var queue: [Int32] = []
+    private var seen: Set<Int32> = []
+    private var generation: UInt64 = 0
 
     /// Watches `roots()` (evaluated at every look) and their descendants.
     init(roots: @escaping () -> [Int32]) {
         self.roots = roots
+        ownThread = WatchedThread(pid: ownPID, tid: ownPID, directory: "/proc/\(ownPID)/task/\(ownPID)/")
     }
 
-    /// One look: every watched thread, or nil as soon as one is running.
-    /// `ignoring` processes are still followed to their children, but their
-    /// threads are not judged. `from` are the roots to start from (`roots()` by default).
+    deinit {
+        ownThread.close()
+        for process in watched.values { process.close() }
+    }
+
+    /// One look (three passes, see above): every watched thread, or nil as
+    /// soon as one is running or ran during the look. `ignoring` processes
+    /// are still followed to their children, but their threads are not
+    /// judged. `from` are the roots to start from (`roots()` by default).
     func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
-        defer { files.sweep() }
-        var threads: [Thread] = []
-        var seen: Set<Int32> = []
-        var queue = start ?? roots()
-        while let pid = queue.popLast() {
-            guard seen.insert(pid).inserted else { continue }
-            if pid == ownPID {
-                queue += files.children(pid: pid, tid: pid)
-                continue
-            }
-            let judged = !ignored.contains(pid)
-            guard let leader = files.stat(pid: pid, tid: pid) else { continue }  // gone
-            if judged && !leader.blocked { return nil }
-            let channels = judged && canReadChannels(of: pid)
-            for tid in threadIDs(of: pid, count: leader.threadCount) {
-                // stat first: it is what finds a stale descriptor (see ProcFiles.read).
-                guard let state = tid == pid ? leader : files.stat(pid: pid, tid: tid) else {
-                    // Exited meanwhile — and another may have started in its place, with the
-                    // count unchanged: list the threads afresh, and count the process as busy.
-                    threadLists[pid] = nil
-                    return nil
+        // Pass 1: the processes and threads, and the run count of each thread to judge.
+        guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true) else { return nil }
+        // Pass 2: every one blocked.
+        for thread in judged {
+            guard let process = watched[thread.pid] else { return nil }
+            if thread.blockedSinceRuns == thread.runs {
+                // Blocked at an earlier look and not run since: still in that wait, unless woken.
+                if thread.blockedDead { continue }
+                if process.channelsReadable {
+                    guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
+                    continue
                 }
-                if judged {
-                    if !state.blocked { return nil }
-                    if channels && !state.dead && !files.waitsInKernel(pid: pid, tid: tid) { return nil }
-                    guard let runs = files.runCount(pid: pid, tid: tid) else { continue }
-                    threads.append(Thread(pid: pid, tid: tid, runs: runs))
-                }
-                queue += files.children(pid: pid, tid: tid)
             }
+            guard let state = files.stat(thread), state.blocked else { return busy(thread, process) }
+            if process.channelsReadable && !state.dead {
+                guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
+            }
+            thread.blockedSinceRuns = thread.runs
+            thread.blockedDead = state.dead
         }
-        return Look(threads: threads.sorted { ($0.pid, $0.tid) < ($1.pid, $1.tid) })
+        // Pass 3: none ran meanwhile.
+        var threads: [Thread] = []
+        threads.reserveCapacity(judged.count)
+        for thread in judged {
+            guard let runs = files.runCount(thread), runs == thread.runs else {
+                if let process = watched[thread.pid] { return busy(thread, process) }
+                return nil
+            }
+            threads.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
+        }
+        return Look(threads: threads)
+    }
+
+    /// The thread runs (or is gone): it must be checked in full next time.
+    private func busy(_ thread: WatchedThread, _ process: WatchedProcess) -> Look? {
+        thread.blockedSinceRuns = nil
+        if thread.stale { process.needsListing = true }
+        return nil
     }
 
     /// The watched processes now (not this one), whether they run or not.
     func processes() -> [Int32] {
-        defer { files.sweep() }
-        var seen: Set<Int32> = []
-        var queue = roots()
+        for process in watched.values { process.needsListing = true }  // rarely asked: list the threads afresh
+        _ = discover(from: roots(), ignoring: [], countingRuns: false)
+        return watched.keys.sorted()
+    }
+
+    /// Pass 1: walks the process tree from `start`, keeping `watched` to the
+    /// processes it finds and `judged` to the threads to judge, with their
+    /// run counts when `countingRuns`. False when a look can already tell
+    /// that something runs (a thread went away, or a leader is running).
+    private func discover(from start: [Int32], ignoring ignored: Set<Int32>, countingRuns: Bool) -> Bool {
+        generation &+= 1
+        defer { sweep() }
+        judged.removeAll(keepingCapacity: true)
+        seen.removeAll(keepingCapacity: true)
+        queue.removeAll(keepingCapacity: true)
+        queue.append(contentsOf: start)
+        var running = false
         while let pid = queue.popLast() {
             guard seen.insert(pid).inserted else { continue }
             if pid == ownPID {
-                queue += files.children(pid: pid, tid: pid)
+                files.appendChildren(of: ownThread, to: &queue)
                 continue
             }
-            guard let leader = files.stat(pid: pid, tid: pid) else { continue }
-            threadLists[pid] = nil  // rarely asked: list the threads afresh
-            for tid in threadIDs(of: pid, count: leader.threadCount) where tid == pid || files.stat(pid: pid, tid: tid) != nil {
-                queue += files.children(pid: pid, tid: tid)
+            let process = watchedProcess(pid)
+            guard let leader = files.stat(process.leader) else {  // gone
+                process.close()
+                watched[pid] = nil
+                continue
+            }
+            process.generation = generation
+            let judging = countingRuns && !ignored.contains(pid)
+            if judging && !leader.blocked { running = true }
+            if process.needsListing || process.threads.count != leader.threadCount { process.listThreads() }
+            for thread in process.threads {
+                if judging {
+                    if let runs = files.runCount(thread) {
+                        thread.runs = runs
+                        judged.append(thread)
+                    } else {
+                        // Exited meanwhile — and another may have started in its place, with the
+                        // count unchanged: list the threads afresh, and count the process as busy.
+                        process.needsListing = true
+                        running = true
+                    }
+                }
+                files.appendChildren(of: thread, to: &queue)
             }
         }
-        seen.remove(ownPID)
-        return seen.sorted()
+        return !running
+    }
+
+    private func watchedProcess(_ pid: Int32) -> WatchedProcess {
+        if let known = watched[pid] { return known }
+        let process = WatchedProcess(pid: pid)
+        watched[pid] = process
+        return process
+    }
+
+    /// Closes the files of processes the last walk did not reach (gone, or no longer descendants).
+    private func sweep() {
+        guard watched.count > 0 else { return }
+        var gone: [Int32] = []
+        for (pid, process) in watched where process.generation != generation { gone.append(pid) }
+        for pid in gone {
+            watched[pid]?.close()
+            watched[pid] = nil
+        }
+    }
+}
+
+/// A watched process: its task directory and its threads, with their open files.
+private final class WatchedProcess {
+    let pid: Int32
+    let leader: WatchedThread
+    var threads: [WatchedThread]
+    /// Whether this user may read the process's wait channels (checked once).
+    let channelsReadable: Bool
+    /// Set when a thread went away: list them again at the next walk.
+    var needsListing = false
+    var generation: UInt64 = 0
+
+    init(pid: Int32) {
+        self.pid = pid
+        leader = WatchedThread(pid: pid, tid: pid, directory: "/proc/\(pid)/task/\(pid)/")
+        threads = [leader]
+        channelsReadable = Self.canReadChannels(of: pid)
     }
 
     /// The kernel shows a wait channel only to those allowed to read the
     /// process's memory (ptrace read access); `environ` has the same rule and
     /// says so plainly, with EACCES.
-    private func canReadChannels(of pid: Int32) -> Bool {
-        if let known = channelsReadable[pid] { return known }
+    private static func canReadChannels(of pid: Int32) -> Bool {
         let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
         let readable = fd >= 0 || errno != EACCES
-        if fd >= 0 { close(fd) }
-        if channelsReadable.count > 4096 { channelsReadable.removeAll() }
-        channelsReadable[pid] = readable
+        if fd >= 0 { Glibc.close(fd) }
         return readable
     }
 
-    private func threadIDs(of pid: Int32, count: Int) -> [Int32] {
-        if count <= 1 { return [pid] }
-        if let known = threadLists[pid], known.count == count { return known }
+    /// Lists the threads afresh, keeping the open files of those still there.
+    func listThreads() {
+        needsListing = false
         var tids: [Int32] = []
         if let directory = opendir("/proc/\(pid)/task") {
             while let entry = readdir(directory) {
@@ -145,49 +241,99 @@ final class ProcessWatch {
             }
             closedir(directory)
         }
-        threadLists[pid] = tids
-        if threadLists.count > 4096 { threadLists = [pid: tids] }
-        return tids
+        var kept: [WatchedThread] = []
+        for thread in threads {
+            if !thread.stale && tids.contains(thread.tid) { kept.append(thread) } else if thread !== leader { thread.close() }
+        }
+        if leader.stale { leader.close() }  // reopened at the next read
+        for tid in tids where !kept.contains(where: { $0.tid == tid }) {
+            kept.append(tid == pid ? leader : WatchedThread(pid: pid, tid: tid, directory: "/proc/\(pid)/task/\(tid)/"))
+        }
+        threads = kept
+    }
+
+    func close() {
+        for thread in threads { thread.close() }
+        leader.close()
     }
 }
 
-/// Open `/proc` files, read again with `pread` (the kernel regenerates them
-/// on every read from offset 0), closed when a thread goes away or a look
-/// no longer needs them.
-private struct ProcFiles {
+/// A watched thread: its `/proc` files, opened at first read and read
+/// again with `pread`, and what the last looks learnt about it.
+private final class WatchedThread {
+    let pid: Int32
+    let tid: Int32
+    let directory: String
+    /// Open descriptors by ``ProcFile`` (-1: not open yet).
+    var files: (Int32, Int32, Int32, Int32, Int32) = (-1, -1, -1, -1, -1)
+    /// The run count of the current look's pass 1.
+    var runs: UInt64 = 0
+    /// The run count read before the last pass 2 that found it blocked (nil: it ran since, or never was).
+    var blockedSinceRuns: UInt64?
+    /// That pass 2 found it dead.
+    var blockedDead = false
+    /// A read failed: the thread is gone (its descriptors never show another thread that took its id).
+    var stale = false
+
+    init(pid: Int32, tid: Int32, directory: String) {
+        self.pid = pid
+        self.tid = tid
+        self.directory = directory
+    }
+
+    func close() {
+        for fd in [files.0, files.1, files.2, files.3, files.4] where fd >= 0 { Glibc.close(fd) }
+        files = (-1, -1, -1, -1, -1)
+        blockedSinceRuns = nil
+        stale = false
+    }
+
+    func descriptor(_ file: ProcFile) -> Int32 {
+        switch file {
+        case .stat: files.0
+        case .schedstat: files.1
+        case .status: files.2
+        case .children: files.3
+        case .wchan: files.4
+        }
+    }
+
+    func setDescriptor(_ file: ProcFile, _ fd: Int32) {
+        switch file {
+        case .stat: files.0 = fd
+        case .schedstat: files.1 = fd
+        case .status: files.2 = fd
+        case .children: files.3 = fd
+        case .wchan: files.4 = fd
+        }
+    }
+}
+
+/// The `/proc/PID/task/TID/` files a watch reads.
+private enum ProcFile: String {
+    case stat, schedstat, status, children, wchan
+}
+
+/// Reads and parses the `/proc` files of watched threads, into one buffer.
+private final class ProcFiles {
     struct ThreadState {
         var blocked: Bool
         var dead: Bool
         var threadCount: Int
     }
 
-    private enum File: UInt8 {
-        case stat, schedstat, status, children, wchan
-    }
-
-    private struct Key: Hashable {
-        var pid: Int32
-        var tid: Int32
-        var file: File
-
-        var path: String { "/proc/\(pid)/task/\(tid)/\(file)" }
-    }
-
-    private struct Entry {
-        var fd: Int32
-        var used: UInt64
-    }
-
-    private var open: [Key: Entry] = [:]
-    private var generation: UInt64 = 0
-    private var buffer = [UInt8](repeating: 0, count: 4096)
+    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
     /// Whether `schedstat` exists (the kernel may be built without it).
-    private var hasSchedstat = true
+    private let hasSchedstat = access("/proc/self/schedstat", F_OK) == 0
 
-    mutating func stat(pid: Int32, tid: Int32) -> ThreadState? {
-        guard let count = read(Key(pid: pid, tid: tid, file: .stat)) else { return nil }
+    deinit { buffer.deallocate() }
+
+    func stat(_ thread: WatchedThread) -> ThreadState? {
+        guard let count = read(thread, .stat) else { return nil }
         // "PID (COMM) S ...": the command may hold anything, so parse after its last ')'.
-        guard let close = buffer[..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        var close = count - 1
+        while close >= 0 && buffer[close] != UInt8(ascii: ")") { close -= 1 }
+        guard close >= 0 else { return nil }
         var field = 0, index = close + 1, threadCount = 1
         var state: UInt8 = UInt8(ascii: "R")
         while index < count {
@@ -196,104 +342,112 @@ private struct ProcFiles {
             while index < count && buffer[index] != UInt8(ascii: " ") { index += 1 }
             if field == 0 && start < count { state = buffer[start] }
             if field == 17 {  // num_threads, field 20 of stat(5)
-                threadCount = Self.number(buffer[start..<index]) ?? 1
+                threadCount = number(from: start, to: index) ?? 1
                 break
             }
             field += 1
         }
-        return ThreadState(blocked: Self.blockedStates.contains(state),
-                           dead: state == UInt8(ascii: "Z") || state == UInt8(ascii: "X"), threadCount: threadCount)
+        let dead = state == UInt8(ascii: "Z") || state == UInt8(ascii: "X")
+        let blocked = dead || state == UInt8(ascii: "S") || state == UInt8(ascii: "T") || state == UInt8(ascii: "t")
+            || state == UInt8(ascii: "I") || state == UInt8(ascii: "P")
+        return ThreadState(blocked: blocked, dead: dead, threadCount: threadCount)
     }
 
     /// Whether the thread is off the run queue, waiting in the kernel: its
-    /// wait channel is a symbol, not `0`.
-    mutating func waitsInKernel(pid: Int32, tid: Int32) -> Bool {
-        guard let count = read(Key(pid: pid, tid: tid, file: .wchan)) else { return true }  // gone: it runs nothing
+    /// wait channel is a symbol, not `0`. Nil when it is gone.
+    func waitsInKernel(_ thread: WatchedThread) -> Bool? {
+        guard let count = read(thread, .wchan) else { return nil }
         return !(count == 1 && buffer[0] == UInt8(ascii: "0"))
     }
 
-    /// How many times the thread has been scheduled onto a CPU.
-    mutating func runCount(pid: Int32, tid: Int32) -> UInt64? {
-        if hasSchedstat, let count = read(Key(pid: pid, tid: tid, file: .schedstat)) {
+    /// How many times the thread has been scheduled onto a CPU; nil when it is gone.
+    func runCount(_ thread: WatchedThread) -> UInt64? {
+        if hasSchedstat {
             // "RUNTIME WAIT TIMESLICES\n"
-            let fields = buffer[..<count].split(separator: UInt8(ascii: " "))
-            guard fields.count >= 3 else { return nil }
-            return Self.number(fields[2].prefix { $0 != UInt8(ascii: "\n") }).map(UInt64.init)
+            guard let count = read(thread, .schedstat) else { return nil }
+            var index = 0, field = 0
+            while index < count && field < 2 {
+                if buffer[index] == UInt8(ascii: " ") { field += 1 }
+                index += 1
+            }
+            var end = index
+            while end < count && buffer[end] >= UInt8(ascii: "0") && buffer[end] <= UInt8(ascii: "9") { end += 1 }
+            return number(from: index, to: end).map(UInt64.init)
         }
-        if hasSchedstat && access("/proc/self/schedstat", F_OK) != 0 { hasSchedstat = false }
         // Without schedstat: the voluntary and involuntary context switches.
-        guard let count = read(Key(pid: pid, tid: tid, file: .status)) else { return nil }
+        guard let count = read(thread, .status) else { return nil }
         var total: UInt64 = 0
-        for line in buffer[..<count].split(separator: UInt8(ascii: "\n"))
-        where line.starts(with: Self.voluntary) || line.starts(with: Self.involuntary) {
-            total += UInt64(Self.number(line.drop { $0 < UInt8(ascii: "0") || $0 > UInt8(ascii: "9") }) ?? 0)
+        var lineStart = 0
+        while lineStart < count {
+            var lineEnd = lineStart
+            while lineEnd < count && buffer[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
+            if starts(at: lineStart, with: Self.voluntary) || starts(at: lineStart, with: Self.involuntary) {
+                var digit = lineStart
+                while digit < lineEnd && (buffer[digit] < UInt8(ascii: "0") || buffer[digit] > UInt8(ascii: "9")) { digit += 1 }
+                total += UInt64(number(from: digit, to: lineEnd) ?? 0)
+            }
+            lineStart = lineEnd + 1
         }
         return total
     }
 
-    mutating func children(pid: Int32, tid: Int32) -> [Int32] {
-        guard let count = read(Key(pid: pid, tid: tid, file: .children)) else { return [] }
-        return buffer[..<count].split(separator: UInt8(ascii: " ")).compactMap { Self.number($0).map(Int32.init) }
-    }
-
-    /// Closes the files the last two looks did not read (their threads are gone, or no longer watched).
-    mutating func sweep() {
-        generation += 1
-        guard open.count > 64 || generation % 16 == 0 else { return }
-        for (key, entry) in open where entry.used + 2 < generation {
-            Glibc.close(entry.fd)
-            open.removeValue(forKey: key)
+    /// Appends the thread's children to `pids` (none if it is gone).
+    func appendChildren(of thread: WatchedThread, to pids: inout [Int32]) {
+        guard let count = read(thread, .children) else { return }
+        var index = 0
+        while index < count {
+            while index < count && buffer[index] == UInt8(ascii: " ") { index += 1 }
+            let start = index
+            while index < count && buffer[index] != UInt8(ascii: " ") { index += 1 }
+            if let pid = number(from: start, to: index) { pids.append(Int32(pid)) }
         }
     }
 
-    /// Reads the whole file into `buffer`; nil if it cannot be read (the thread is gone).
-    private mutating func read(_ key: Key) -> Int? {
-        for attempt in 0..<2 {
-            let fd: Int32
-            if let entry = open[key] {
-                fd = entry.fd
-            } else {
-                fd = Glibc.open(key.path, O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else { return nil }
+    /// Reads the whole file into `buffer`; nil if it cannot be read (the
+    /// thread is gone: marked stale, its descriptors closed at its next listing).
+    private func read(_ thread: WatchedThread, _ file: ProcFile) -> Int? {
+        if thread.stale { return nil }
+        var fd = thread.descriptor(file)
+        if fd < 0 {
+            fd = Glibc.open(thread.directory + file.rawValue, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                thread.stale = true
+                return nil
             }
-            var count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            // A long children list (hundreds of them) fills the buffer: grow it and read again.
-            while count == buffer.count {
-                buffer += [UInt8](repeating: 0, count: buffer.count)
-                count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
-            }
-            // An empty children list reads as 0 bytes: that is an answer, not a failure.
-            if count > 0 || (count == 0 && key.file == .children) {
-                open[key] = Entry(fd: fd, used: generation)
-                return count
-            }
-            // A stale descriptor: the thread exited, and its id may now be
-            // another's. Only stat says so (a dead thread's children file
-            // reads as empty), and it is read first: drop every file of the
-            // thread, then open once more.
-            Glibc.close(fd)
-            open.removeValue(forKey: key)
-            if key.file == .stat {
-                for file in [File.schedstat, .status, .children, .wchan] {
-                    if let other = open.removeValue(forKey: Key(pid: key.pid, tid: key.tid, file: file)) { Glibc.close(other.fd) }
-                }
-            }
-            if attempt == 1 { return nil }
+            thread.setDescriptor(file, fd)
         }
+        var count = pread(fd, buffer.baseAddress, buffer.count, 0)
+        // A long children list (hundreds of them) fills the buffer: grow it and read again.
+        while count == buffer.count {
+            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
+            buffer.deallocate()
+            buffer = larger
+            count = pread(fd, buffer.baseAddress, buffer.count, 0)
+        }
+        if count > 0 || (count == 0 && file == .children) { return count }
+        // An empty children list reads as 0 bytes: that is an answer, not a failure.
+        // Otherwise a stale descriptor: the thread exited (its id may now be another's).
+        thread.stale = true
         return nil
     }
 
-    private static let blockedStates: Set<UInt8> = Set("STtIPZX".utf8)
-    private static let voluntary = Array("voluntary_ctxt_switches:".utf8)
-    private static let involuntary = Array("nonvoluntary_ctxt_switches:".utf8)
+    private func starts(at index: Int, with prefix: [UInt8]) -> Bool {
+        guard index + prefix.count <= buffer.count else { return false }
+        for (offset, byte) in prefix.enumerated() where buffer[index + offset] != byte { return false }
+        return true
+    }
 
-    private static func number<C: Collection>(_ digits: C) -> Int? where C.Element == UInt8 {
-        guard !digits.isEmpty else { return nil }
+    private func number(from start: Int, to end: Int) -> Int? {
+        guard start < end else { return nil }
         var value = 0
-        for digit in digits {
+        for index in start..<end {
+            let digit = buffer[index]
             guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
             value = value &* 10 &+ Int(digit - UInt8(ascii: "0"))
         }
         return value
     }
+
+    private static let voluntary = Array("voluntary_ctxt_switches:".utf8)
+    private static let involuntary = Array("nonvoluntary_ctxt_switches:".utf8)
 }

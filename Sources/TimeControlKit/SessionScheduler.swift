@@ -95,13 +95,10 @@ final class SessionScheduler: @unchecked Sendable {
     /// Whether the session may advance now, and to where.
     func evaluate() -> Evaluation {
         let changes = tc_word_load(waitChangesWord)
-        // The roots once for both looks: a process that attaches in between
-        // is starting up, like any event from outside the watched processes.
-        let roots = watch.roots()
-        guard let first = watch.look(from: roots) else { return .busy }
-        let waits = liveWaits(seen: first)
+        guard let look = watch.look() else { return .busy }
+        let waits = liveWaits(seen: look)
         if waits.contains(where: { $0.remaining == 0 }) { return .due }
-        guard let second = watch.look(from: roots), second == first, tc_word_load(waitChangesWord) == changes else { return .busy }
+        guard tc_word_load(waitChangesWord) == changes else { return .busy }
         guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else { return .idle }
         return .quiescent(next: next)
     }

@@ -43,6 +43,22 @@ struct StarvationTests {
         }
     }
 
+    /// The JVM's periodic task wakes every 50 ms of virtual time: some 72,000 scheduler steps for the hour,
+    /// each one a full quiescence check of its ~20 threads. How fast is for scripts/bench-auto-advance.
+    @Test("a JVM's Thread.sleep of one virtual hour under run --auto-advance measures 3600 s with System.nanoTime()")
+    func jvmSleepingOneHourAutoAdvanced() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("jvmhour")
+        let classes = try JavaFixtures.classpath()
+        let before = session.monotonicNanoseconds
+        let result = try sandbox.timectl(["--session", "jvmhour", "run", "--auto-advance", "--report", "--",
+                                          "java", "-cp", classes, "Nap", "3600000"], guardSeconds: 180)
+        #expect(result.status == 0, "\(result)")
+        // Exactly an hour, unless a JVM thread spun meanwhile and crept the clock (10 µs a time).
+        let measured = Int64(result.lines.first ?? "") ?? -1
+        #expect(measured >= 3600 * Self.second && measured <= 3600 * Self.second + Self.millisecond, "\(result)")
+        #expect(session.monotonicNanoseconds - before >= 3600 * Self.second, "the session itself moved the hour")
+    }
+
     /// Ruby's sleep (hrtime_update_expire) ends only when now > end; at now == end it polls with a zero timeout.
     @Test("a program that needs the clock strictly past its deadline ends on a tick of exactly its sleep, on tick --to-next and under auto-advance",
           arguments: ["tick", "tick --to-next", "auto-advance"])
