@@ -58,6 +58,9 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
     posix_spawn_file_actions_addopen(&actions, 0, input == nil ? "/dev/null" : scratch + "/in", O_RDONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 1, scratch + "/out", O_WRONLY | O_CREAT, 0o600)
     posix_spawn_file_actions_addopen(&actions, 2, scratch + "/err", O_WRONLY | O_CREAT, 0o600)
+    // Nothing else of the test process's reaches the program: a pipe of another test's, or a
+    // file being written (which a long-lived child would keep busy: ETXTBSY when it is run).
+    _ = closeFrom(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -69,7 +72,13 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { (argv + envp).forEach { free($0) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    var spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    // A program a test has just written (an installed copy of timectl) can be held open for writing a
+    // moment longer by a child another thread is starting, which inherited the descriptor: ETXTBSY.
+    for _ in 0..<100 where spawned == ETXTBSY {
+        usleep(10_000)
+        spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    }
     try #require(spawned == 0, "posix_spawn \(executable): \(String(cString: strerror(spawned)))")
     let finished = hasExited(pid, within: guardSeconds)
     if !finished { kill(pid, SIGKILL) }
@@ -78,6 +87,14 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
     let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
     return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
 }
+
+/// glibc's posix_spawn_file_actions_addclosefrom_np (2.34), which Swift's Glibc module does not show.
+private let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32 = {
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np") else {
+        fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
+    }
+    return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+}()
 
 /// Stops a process a test started: SIGTERM, then SIGKILL if it has not exited
 /// within `graceSeconds`; never waits forever. Its exit is seen with
