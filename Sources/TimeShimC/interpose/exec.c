@@ -115,12 +115,9 @@ static int prepare_exec(int directory_fd, const char *path, char *const envp[], 
     }
     const char *allow = environment_value(envp, "TIMECTL_ALLOW_UNCONTROLLED");
     int allowed = allow && strcmp(allow, "1") == 0;
-    struct tc_text line = {.length = 0};
-    tc_text_append(&line, "timectl: ");
-    tc_text_append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
-    tc_text_append(&line, "[");
-    tc_text_append_number(&line, tc_raw_syscall(SYS_getpid, 0));
-    tc_text_append(&line, allowed ? "]: warning: " : "]: refusing to exec ");
+    struct tc_text line;
+    tc_message_begin(&line);
+    tc_text_append(&line, allowed ? "warning: " : "refusing to exec ");
     tc_text_append(&line, *path ? path : "(descriptor)");
     tc_text_append(&line, allowed ? " runs on real time: " : ": ");
     if (strcmp(program.decided_on, path) != 0) {

@@ -56,6 +56,16 @@ static void write_line(struct tc_text *line) {
     tc_raw_syscall(SYS_write, 2, line->text, line->length);
 }
 
+void tc_message_begin(struct tc_text *line) {
+    line->length = 0;
+    line->text[0] = 0;
+    tc_text_append(line, "timectl: ");
+    tc_text_append(line, program_invocation_short_name ? program_invocation_short_name : "process");
+    tc_text_append(line, "[");
+    tc_text_append_number(line, tc_raw_syscall(SYS_getpid, 0));
+    tc_text_append(line, "]: ");
+}
+
 /* ---- what the main executable is, from its ELF notes (AT_PHDR) ---- */
 
 const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias) {
@@ -145,12 +155,8 @@ __attribute__((destructor)) static void detach_at_exit(void) {
 static void refuse_as(const char *subject, const char *path, const char *problem, const struct tc_failure *failure) {
     const char *policy = getenv("TIMECTL_ON_ERROR");
     int fall_back = policy && strcmp(policy, "realtime") == 0;
-    struct tc_text line = {.length = 0};
-    tc_text_append(&line, "timectl: ");
-    tc_text_append(&line, program_invocation_short_name ? program_invocation_short_name : "process");
-    tc_text_append(&line, "[");
-    tc_text_append_number(&line, tc_raw_syscall(SYS_getpid, 0));
-    tc_text_append(&line, "]: ");
+    struct tc_text line;
+    tc_message_begin(&line);
     tc_text_append(&line, subject);
     tc_text_append(&line, " ");
     tc_text_append(&line, path);

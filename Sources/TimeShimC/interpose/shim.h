@@ -73,4 +73,8 @@ long tc_exec_checked(int directory_fd, const char *path, char *const argv[], cha
 /* The main executable's program headers (AT_PHDR; none if absent) and its load bias. */
 const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias);
 
+struct tc_text;
+/* Starts a one-line message of this process's, "timectl: NAME[PID]: " (text.h). */
+void tc_message_begin(struct tc_text *line);
+
 #endif
