@@ -13,11 +13,6 @@ struct LeftoverProcessTests {
         deinit { for pid in pids { kill(pid, SIGKILL) } }
     }
 
-    /// Runs `timectl ARGUMENTS…` to its end (runProgram: no descriptor of the test process reaches the command).
-    func runLeavingProcesses(_ sandbox: Sandbox, _ arguments: [String], guardSeconds: Double = 60) throws -> ProcessResult {
-        try sandbox.timectl(arguments, guardSeconds: guardSeconds)
-    }
-
     /// `timectl run -- sh -c 'sleep 100 & sleep 100 & wait'`, once sh and both sleeps are attached.
     func startTree(_ sandbox: Sandbox, _ session: TimeSession, reaper: Reaper) throws -> Process {
         let process = try sandbox.startAttached(session: "tree", ["sh", "-c", "sleep 100 & sleep 100 & wait"])
@@ -62,7 +57,7 @@ struct LeftoverProcessTests {
         let session = try sandbox.session("tree")
         let reaper = Reaper()
         defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
-        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        let result = try sandbox.timectl(["--session", "tree", "run", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
         let attached = session.attachedProcesses()
         reaper.pids.formUnion(attached.map(\.pid))
         #expect(result.status == 0, "\(result)")
@@ -76,7 +71,7 @@ struct LeftoverProcessTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("tree")
         defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
-        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--end-leftovers"] + options + ["--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        let result = try sandbox.timectl(["--session", "tree", "run", "--end-leftovers"] + options + ["--", "bash", "-c", "(sleep 100 &); sleep 1"])
         #expect(result.status == 0, "\(result)")
         #expect(result.stderr.isEmpty)
         #expect(session.attachedProcesses().isEmpty)
@@ -88,7 +83,7 @@ struct LeftoverProcessTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("tree")
         defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
-        let result = try runLeavingProcesses(sandbox, ["--session", "tree", "run", "--auto-advance", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
+        let result = try sandbox.timectl(["--session", "tree", "run", "--auto-advance", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
         #expect(result.status == 0, "\(result)")
         for process in session.attachedProcesses() {
             #expect(result.stderr.contains("pid \(process.pid) (sleep 100) is still running"), "\(result)")
