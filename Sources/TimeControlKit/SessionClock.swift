@@ -206,15 +206,8 @@ final class SessionSleeper: @unchecked Sendable {
                 sleep.continuation?.resume()
             }
             if stopped { return }
-            var realWait: Int64 = -1
-            if let next {
-                let rate = tc_segment_rate(segment)  // the monotonic clock's, whether or not the wall stands still
-                if rate != 0 {
-                    let remaining = UInt64(max(0, next.subtractingSaturating(now)))
-                    let scaled = (UInt128(remaining) << 32 + UInt128(rate) - 1) / UInt128(rate)
-                    realWait = scaled > UInt128(Int64.max / 2) ? -1 : Int64(scaled)
-                }
-            }
+            // The monotonic clock's rate, whether or not the wall stands still; no deadline: until a verb or a poke.
+            let realWait = next.map { tc_real_wait_ns(now, $0, tc_segment_rate(segment)) } ?? -1
             _ = tc_segment_wait_for_change(segment, generationWord, generation, pokes, poked, realWait)
         }
     }
