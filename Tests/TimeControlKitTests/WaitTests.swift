@@ -302,6 +302,27 @@ struct WaitTests {
         #expect(wall.exitStatus() == 0)
     }
 
+    /// The reader skips only damage: every kind of wait the shim lists —
+    /// a Go runtime's raw futex wait included — is read back with its name,
+    /// an unknown kind is not.
+    @Test("every kind of wait is read back with its name, by the library and by status")
+    func everyKindIsRead() throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("kinds")
+        let kinds: [(kind: tc_wait_kind, name: String)] = [
+            (TC_WAIT_SLEEP, "sleep"), (TC_WAIT_POLL, "poll"), (TC_WAIT_SELECT, "select"), (TC_WAIT_EPOLL, "epoll"),
+            (TC_WAIT_COND, "cond"), (TC_WAIT_SEM, "sem"), (TC_WAIT_MUTEX, "mutex"), (TC_WAIT_TIMERFD, "timerfd"),
+            (TC_WAIT_TIMER, "timer"), (TC_WAIT_ALARM, "alarm"), (TC_WAIT_FUTEX, "futex"), (tc_wait_kind(12), "unknown"),
+        ]
+        let deadline = session.monotonicNanoseconds + 3600 * Self.second
+        let slots = kinds.map { session.mapping.claimWait(pid: getpid(), thread: 0, kind: $0.kind, clock: .monotonic, deadline: deadline) }
+        defer { for slot in slots { session.mapping.releaseWait(slot: slot, owner: tc_wait_owner(getpid(), 0)) } }
+        try #require(slots.allSatisfy { $0 >= 0 })
+        let expected = kinds.map(\.name).dropLast().sorted()
+        #expect(session.pendingWaits().map(\.kind).sorted() == expected)
+        #expect(try decodeStatus(try sandbox.timectl("--session", "kinds", "status", "--json")).waits.map(\.kind).sorted() == expected)
+    }
+
     @Test("a killed waiter, an exiting process and a removed session leave nothing pending and nothing hanging")
     func robustness() throws {
         let (sandbox, session) = try Sandbox.frozenSession("robust")
