@@ -76,7 +76,7 @@ public final class AutoAdvance: @unchecked Sendable {
         do {
             if !keepRate { try session.freeze() }
         } catch {
-            tc_scheduler_release(session.mapping.segment, ownPID)
+            session.mapping.releaseScheduler(pid: ownPID)
             throw error
         }
         scheduler = SessionScheduler(session: session, roots: roots)
@@ -88,7 +88,7 @@ public final class AutoAdvance: @unchecked Sendable {
                 outcome.failure.withLock { $0 = failure }
                 onFailure(failure, scheduler.watch.processes())
             }
-            tc_scheduler_release(scheduler.session.mapping.segment, ownPID)
+            scheduler.session.mapping.releaseScheduler(pid: ownPID)
             finishedFlag.raise()
         }
     }
@@ -100,12 +100,12 @@ public final class AutoAdvance: @unchecked Sendable {
     /// Makes `pid` the session's one scheduler, taking over the claim of a
     /// scheduler that died (even if its pid now names another process).
     private static func claim(_ session: TimeSession, pid: Int32, kind: SchedulerKind) throws(TimeControlError) {
-        let segment = session.mapping.segment
+        let mapping = session.mapping
         let started = UInt64(AttachedProcess.startTicks(of: pid) ?? 0)
-        var owner = tc_scheduler_claim(segment, pid, started, kind.raw)
+        var owner = mapping.claimScheduler(pid: pid, started: started, kind: kind)
         if owner != 0 && owner != pid && session.scheduler == nil {
-            tc_scheduler_release(segment, owner)
-            owner = tc_scheduler_claim(segment, pid, started, kind.raw)
+            mapping.releaseScheduler(pid: owner)
+            owner = mapping.claimScheduler(pid: pid, started: started, kind: kind)
         }
         guard owner != 0 else { return }
         throw .schedulerRunning(session: session.name, pid: owner, kind: session.scheduler?.kind ?? .unknown)
@@ -166,13 +166,10 @@ extension TimeSession {
     /// The scheduler that owns the session and what kind it is, if one runs.
     @_spi(CommandLine)
     public var scheduler: (process: AttachedProcess, kind: SchedulerKind)? {
-        let segment = mapping.segment
-        let pid = tc_word_load_i32(&segment.pointee.scheduler_pid)
-        guard pid > 0, let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: 0) else { return nil }
-        let started = tc_word_load_u64(&segment.pointee.scheduler_started)
-        let kind = SchedulerKind(tc_word_load(&segment.pointee.scheduler_kind))
+        let claim = mapping.schedulerClaim
+        guard claim.pid > 0, let process = AttachedProcess.ifRunning(pid: claim.pid, registeredBoottime: 0) else { return nil }
         // A claim whose process started at another time was left by a scheduler that died.
-        if started != 0, let ticks = AttachedProcess.startTicks(of: pid), UInt64(ticks) != started { return nil }
-        return (process, kind)
+        if claim.started != 0, let ticks = AttachedProcess.startTicks(of: claim.pid), UInt64(ticks) != claim.started { return nil }
+        return (process, claim.kind)
     }
 }

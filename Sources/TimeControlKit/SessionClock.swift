@@ -130,15 +130,14 @@ final class SessionSleeper: @unchecked Sendable {
 
     func sleep(until deadline: Int64) async throws {
         try Task.checkCancellation()
-        if mapping.read(TC_VCLOCK_MONOTONIC) >= deadline { return }
+        if mapping.read(.monotonic) >= deadline { return }
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let slot = tc_wait_claim(mapping.segment, getpid(), 0, Int32(TC_WAIT_SLEEP.rawValue),
-                                         Int32(TC_VCLOCK_MONOTONIC.rawValue), deadline, tc_real_ns(CLOCK_BOOTTIME))
+                let slot = mapping.claimWait(pid: getpid(), thread: 0, kind: TC_WAIT_SLEEP, clock: .monotonic, deadline: deadline)
                 let outcome: (start: Bool, refuse: Bool) = state.withLock { state in
                     if state.cancelled.remove(id) != nil || state.stopped { return (false, true) }
                     state.sleeps[id] = Sleep(deadline: deadline, slot: slot, continuation: continuation)
@@ -147,7 +146,7 @@ final class SessionSleeper: @unchecked Sendable {
                     return (start, false)
                 }
                 if outcome.refuse {
-                    tc_wait_release(mapping.segment, slot, owner)
+                    mapping.releaseWait(slot: slot, owner: owner)
                     continuation.resume(throwing: CancellationError())
                     return
                 }
@@ -163,7 +162,7 @@ final class SessionSleeper: @unchecked Sendable {
                 return sleep
             }
             if let sleep {
-                tc_wait_release(mapping.segment, sleep.slot, owner)
+                mapping.releaseWait(slot: sleep.slot, owner: owner)
                 sleep.continuation?.resume(throwing: CancellationError())
             }
         }
@@ -177,7 +176,7 @@ final class SessionSleeper: @unchecked Sendable {
             return Array(state.sleeps.values)
         }
         for sleep in pending {
-            tc_wait_release(mapping.segment, sleep.slot, owner)
+            mapping.releaseWait(slot: sleep.slot, owner: owner)
             sleep.continuation?.resume(throwing: CancellationError())
         }
         poke()
@@ -189,12 +188,10 @@ final class SessionSleeper: @unchecked Sendable {
 
     /// The thread: resume what is due, then block until a verb, a new sleep, or the next deadline.
     private func run() {
-        let segment = mapping.segment
-        let generationWord = tc_generation_word(segment)
         while true {
-            let generation = tc_word_load(generationWord)
+            let generation = mapping.load(.generation)
             let poked = tc_word_load(pokes)
-            let now = mapping.read(TC_VCLOCK_MONOTONIC)
+            let now = mapping.read(.monotonic)
             let (due, next, stopped): ([Sleep], Int64?, Bool) = state.withLock { state in
                 let due = state.sleeps.filter { $0.value.deadline <= now }
                 for id in due.keys { state.sleeps.removeValue(forKey: id) }
@@ -202,20 +199,13 @@ final class SessionSleeper: @unchecked Sendable {
                 return (Array(due.values), state.sleeps.values.map(\.deadline).min(), state.stopped)
             }
             for sleep in due {
-                tc_wait_release(segment, sleep.slot, owner)
+                mapping.releaseWait(slot: sleep.slot, owner: owner)
                 sleep.continuation?.resume()
             }
             if stopped { return }
-            var realWait: Int64 = -1
-            if let next {
-                let rate = tc_segment_rate(segment)  // the monotonic clock's, whether or not the wall stands still
-                if rate != 0 {
-                    let remaining = UInt64(max(0, next.subtractingSaturating(now)))
-                    let scaled = (UInt128(remaining) << 32 + UInt128(rate) - 1) / UInt128(rate)
-                    realWait = scaled > UInt128(Int64.max / 2) ? -1 : Int64(scaled)
-                }
-            }
-            _ = tc_segment_wait_for_change(segment, generationWord, generation, pokes, poked, realWait)
+            // No deadline: until a verb or a poke.
+            let realWait = next.map { tc_real_wait_ns(now, $0, mapping.rate(of: .monotonic)) } ?? -1
+            mapping.waitForChange(of: .generation, from: generation, orOf: pokes, from: poked, realNanoseconds: realWait)
         }
     }
 }

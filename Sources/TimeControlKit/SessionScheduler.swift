@@ -23,18 +23,6 @@ import TimeShimC
 /// Not thread-safe: one scheduler is driven by one thread at a time (the
 /// harness hands it from thread to thread, never to two at once).
 final class SessionScheduler: @unchecked Sendable {
-    /// A pending wait of a live thread, as the scheduler reads it.
-    struct Wait {
-        var slot: UInt32
-        var owner: UInt64
-        var pid: Int32 { tc_wait_owner_pid(owner) }
-        var thread: Int32 { tc_wait_owner_tid(owner) }
-        var kind: Int32
-        var vclock: Int32
-        var deadline: Int64
-        var remaining: Int64
-    }
-
     enum Evaluation {
         /// A watched thread runs, or ran during the looks.
         case busy
@@ -43,22 +31,20 @@ final class SessionScheduler: @unchecked Sendable {
         /// Everything is blocked and nothing waits on virtual time.
         case idle
         /// Everything is blocked; `next` is the earliest wait ahead.
-        case quiescent(next: Wait)
+        case quiescent(next: PendingWait)
     }
 
     let session: TimeSession
     let watch: ProcessWatch
-    private let ownPID = getpid()
-    private var entries: [tc_wait_slot]
-    private var slots: [UInt32]
+    private var waitTable: SegmentMapping.WaitTableBuffer
+    /// The names of the processes seen waiting, for the step guard's message.
+    private var names = ProcessNames()
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
     private var unreachable: Set<UInt64> = []
     /// Which waits were advanced to, and how often, for the step guard's
     /// message. By command, not pid: a shell loop starts a new `sleep` each time.
-    private struct WaitIdentity: Hashable { var command: String; var kind: Int32; var vclock: Int32 }
+    private struct WaitIdentity: Hashable { var command: String; var kind: String; var clock: VirtualClock }
     private var stepsByWait: [WaitIdentity: (steps: Int, lastPID: Int32)] = [:]
-    /// Command names, read at a process's first step (it may be gone when the guard reports).
-    private var commands: [Int32: String] = [:]
     private(set) var steps = 0
 
     static let shortestPause: Int64 = 50_000
@@ -68,14 +54,12 @@ final class SessionScheduler: @unchecked Sendable {
     init(session: TimeSession, roots: @escaping () -> [Int32]) {
         self.session = session
         self.watch = ProcessWatch(roots: roots)
-        let capacity = Int(session.mapping.header.wait_capacity)
-        entries = Array(repeating: tc_wait_slot(), count: capacity)
-        slots = Array(repeating: 0, count: capacity)
-        tc_segment_watch_waits(session.mapping.segment, 1)
+        waitTable = session.mapping.makeWaitTableBuffer()
+        session.mapping.startWatchingWaits()
     }
 
     deinit {
-        tc_segment_watch_waits(session.mapping.segment, 0)
+        session.mapping.stopWatchingWaits()
     }
 
     /// The session's attached processes and the processes spawned by `session` (the harness's view).
@@ -89,84 +73,38 @@ final class SessionScheduler: @unchecked Sendable {
 
     // MARK: Looking
 
-    private var segment: UnsafeMutablePointer<tc_segment> { session.mapping.segment }
-    private var waitChangesWord: UnsafeMutablePointer<UInt32> { tc_wait_changes_word(segment) }
+    private var waitChanges: UInt32 { session.mapping.load(.waitChanges) }
 
     /// Whether the session may advance now, and to where.
     func evaluate() -> Evaluation {
-        let changes = tc_word_load(waitChangesWord)
+        let changes = waitChanges
         guard let look = watch.look() else { return .busy }
-        let waits = liveWaits(seen: look)
-        if waits.contains(where: { $0.remaining == 0 }) { return .due }
-        guard tc_word_load(waitChangesWord) == changes else { return .busy }
+        let waits = session.pendingWaits(seen: look, buffer: &waitTable, names: &names)
+        if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
+        guard waitChanges == changes else { return .busy }
         guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else { return .idle }
         return .quiescent(next: next)
     }
 
-    /// The pending waits of live threads, earliest first. Slots left by
-    /// processes that died are freed.
-    func liveWaits(seen look: ProcessWatch.Look? = nil) -> [Wait] {
-        let count = Int(entries.withUnsafeMutableBufferPointer { entryBuffer in
-            slots.withUnsafeMutableBufferPointer { slotBuffer in
-                tc_wait_collect(segment, entryBuffer.baseAddress, slotBuffer.baseAddress, UInt32(entryBuffer.count))
-            }
-        })
-        var threads: Set<UInt64> = []
-        var processes: Set<Int32> = [ownPID]
-        if let look {
-            for thread in look.threads {
-                threads.insert(tc_wait_owner(thread.pid, thread.tid))
-                processes.insert(thread.pid)
-            }
-        }
-        var nowOn: [Int32: Int64] = [:]
-        var waits: [Wait] = []
-        for index in 0..<count {
-            let entry = entries[index]
-            let pid = tc_wait_owner_pid(entry.owner), tid = tc_wait_owner_tid(entry.owner)
-            if look != nil && processes.contains(pid) {
-                // A thread the look did not see has exited: its entry is stale.
-                if pid != ownPID && tid != 0 && !threads.contains(entry.owner) { continue }
-            } else if AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: tid) == nil {
-                if kill(pid, 0) != 0 && errno == ESRCH { session.mapping.releaseWait(slot: slots[index], owner: entry.owner) }
-                continue
-            }
-            let now = nowOn[entry.vclock] ?? session.mapping.read(tc_vclock(UInt32(entry.vclock)))
-            nowOn[entry.vclock] = now
-            waits.append(Wait(slot: slots[index], owner: entry.owner, kind: entry.kind, vclock: entry.vclock,
-                              deadline: entry.deadline, remaining: max(0, entry.deadline.subtractingSaturating(now))))
-        }
-        return waits.sorted { ($0.remaining, $0.owner) < ($1.remaining, $1.owner) }
-    }
-
-    private func key(of wait: Wait) -> UInt64 {
-        UInt64(wait.slot) &* 0x9E37_79B9_7F4A_7C15 ^ wait.owner ^ UInt64(bitPattern: wait.deadline)
+    private func key(of wait: PendingWait) -> UInt64 {
+        UInt64(UInt32(bitPattern: wait.slot)) &* 0x9E37_79B9_7F4A_7C15 ^ wait.owner ^ UInt64(bitPattern: wait.deadlineNanoseconds)
     }
 
     // MARK: Moving
 
     /// Advances exactly to `wait`'s deadline and counts the step. A deadline
     /// the session cannot reach (beyond 2200) is remembered and skipped.
-    func advance(to wait: Wait) throws(TimeControlError) {
-        let command = command(waiting: wait)  // before the step, which may end the process
+    func advance(to wait: PendingWait) throws(TimeControlError) {
         do {
-            try session.apply(.advanceToDeadline(nanoseconds: wait.deadline, on: VirtualClock(segmentValue: wait.vclock)))
+            try session.advance(toDeadlineOf: wait)
         } catch .outOfRange {
             unreachable.insert(key(of: wait))
             return
         }
         steps += 1
-        tc_scheduler_count_step(segment)
-        let identity = WaitIdentity(command: command, kind: wait.kind, vclock: wait.vclock)
+        session.mapping.countSchedulerStep()
+        let identity = WaitIdentity(command: wait.command, kind: wait.kind, clock: wait.virtualClock)
         stepsByWait[identity] = ((stepsByWait[identity]?.steps ?? 0) + 1, wait.pid)
-    }
-
-    private func command(waiting wait: Wait) -> String {
-        if let known = commands[wait.pid] { return known }
-        if commands.count > 4096 { commands.removeAll() }
-        let command = Self.command(of: wait.pid)
-        commands[wait.pid] = command
-        return command
     }
 
     /// Advances to `target` on the monotonic clock (nothing if it is already there).
@@ -174,21 +112,11 @@ final class SessionScheduler: @unchecked Sendable {
         try session.advance(to: SessionClock.Instant(nanoseconds: target))
     }
 
-    static func command(of pid: Int32) -> String {
-        let fd = open("/proc/\(pid)/comm", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "?" }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 64)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return "?" }
-        return String(decoding: buffer[..<count].prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-    }
-
     /// The wait that was advanced to most often, for the step guard's message.
     var busiestWait: String {
         let described = stepsByWait.map { identity, count in
             let pids = count.steps == 1 ? "pid \(count.lastPID)" : "last pid \(count.lastPID)"
-            return ("\(identity.command) (\(pids)): \(PendingWait.kindName(identity.kind)) on \(VirtualClock(segmentValue: identity.vclock).name)",
+            return ("\(identity.command) (\(pids)): \(identity.kind) on \(identity.clock.name)",
                     count.steps)
         }
         return described.max { ($0.1, $1.0) < ($1.1, $0.0) }.map { "\($0.0), \($0.1) time\($0.1 == 1 ? "" : "s")" } ?? "none"
@@ -200,8 +128,9 @@ final class SessionScheduler: @unchecked Sendable {
     /// Returns whether the wait table changed.
     @discardableResult
     func pause(since changes: UInt32, nanoseconds: Int64, stop: StopFlag? = nil) -> Bool {
-        _ = tc_segment_wait_for_change(segment, waitChangesWord, changes, stop?.word, stop?.expected ?? 0, nanoseconds)
-        return tc_word_load(waitChangesWord) != changes
+        session.mapping.waitForChange(of: .waitChanges, from: changes, orOf: stop?.word, from: stop?.expected ?? 0,
+                                      realNanoseconds: nanoseconds)
+        return waitChanges != changes
     }
 
     /// Waits until the watched processes are idle or quiescent, and returns
@@ -211,7 +140,7 @@ final class SessionScheduler: @unchecked Sendable {
         let deadline = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(SessionClock.Instant.nanoseconds(of: realTimeLimit))
         var pause = Self.shortestPause
         while true {
-            let changes = tc_word_load(waitChangesWord)
+            let changes = waitChanges
             let evaluation = evaluate()
             switch evaluation {
             case .idle, .quiescent: return evaluation
@@ -239,7 +168,7 @@ final class SessionScheduler: @unchecked Sendable {
         while true {
             let evaluation = try settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
             let now = session.monotonicNanoseconds
-            guard case .quiescent(let next) = evaluation, now.addingSaturating(next.remaining) <= target else {
+            guard case .quiescent(let next) = evaluation, now.addingSaturating(next.remainingNanoseconds) <= target else {
                 try advance(toMonotonic: target)
                 _ = try settle(realTimeLimit: realTimeLimit, loopGuard: &loopGuard)
                 return RunResult(steps: steps, elapsed: .nanoseconds(session.monotonicNanoseconds - start))
@@ -275,7 +204,7 @@ final class SessionScheduler: @unchecked Sendable {
         var loopGuard = LoopGuard(session: session)
         var pause = Self.shortestPause
         while !stop.raised {
-            let changes = tc_word_load(waitChangesWord)
+            let changes = waitChanges
             do {
                 switch evaluate() {
                 case .quiescent(let next):
@@ -366,7 +295,7 @@ struct LoopGuard {
               let busiest = rises.max(by: { $0.rise < $1.rise }),
               scheduler.watch.look(ignoring: Set(rises.map(\.pid))) != nil
         else { return }
-        throw .livelock(pid: busiest.pid, command: SessionScheduler.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
+        throw .livelock(pid: busiest.pid, command: AttachedProcess.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
     }
 }
 

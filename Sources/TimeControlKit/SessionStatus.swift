@@ -81,8 +81,9 @@ public enum SchedulerKind: String, Sendable, Codable, Hashable {
 }
 
 /// A wait with a virtual deadline — a sleeping thread, a timed poll, an
-/// armed timer — as the session's wait table lists it.
-public struct PendingWait: Sendable, Codable, Hashable {
+/// armed timer — as the session's wait table lists it: what `status`
+/// shows, what `tick --to-next` and the scheduler advance to.
+public struct PendingWait: Sendable, Hashable {
     /// The process that waits.
     public var pid: Int32
     /// The waiting thread; 0 for a timer, which belongs to the process.
@@ -91,14 +92,25 @@ public struct PendingWait: Sendable, Codable, Hashable {
     public var command: String
     /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer`, `alarm` or `futex` (a Go runtime's timed wait).
     public var kind: String
-    /// The clock of the deadline, e.g. `CLOCK_MONOTONIC`.
-    public var clock: String
-    /// The deadline, in virtual nanoseconds on `clock`.
+    /// The clock of the deadline.
+    public var virtualClock: VirtualClock
+    /// The deadline, in virtual nanoseconds on ``virtualClock``.
     public var deadlineNanoseconds: Int64
     /// Virtual time until it is due (0 when due).
     public var remainingNanoseconds: Int64
+    /// Its wait-table slot.
+    var slot: Int32
+
+    /// The clock's name, e.g. `CLOCK_MONOTONIC`.
+    public var clock: String { virtualClock.name }
+
     /// The deadline as an instant, for wall clocks.
-    public var deadline: String?
+    public var deadline: String? {
+        virtualClock.isWall ? TimeFormats.formatInstant(deadlineNanoseconds) : nil
+    }
+
+    /// Its owner in the wait table (`pid << 32 | thread`).
+    var owner: UInt64 { tc_wait_owner(pid, thread) }
 
     static func kindName(_ kind: Int32) -> String {
         switch UInt32(kind) {
@@ -116,7 +128,42 @@ public struct PendingWait: Sendable, Codable, Hashable {
         default: return "wait"
         }
     }
+}
 
+extension PendingWait: Codable {
+    // `status --json` shows the clock by name and, for wall clocks, the deadline as an instant.
+    private enum CodingKeys: String, CodingKey {
+        case pid, thread, command, kind, clock, deadlineNanoseconds, remainingNanoseconds, deadline
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(pid, forKey: .pid)
+        try container.encode(thread, forKey: .thread)
+        try container.encode(command, forKey: .command)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(clock, forKey: .clock)
+        try container.encode(deadlineNanoseconds, forKey: .deadlineNanoseconds)
+        try container.encode(remainingNanoseconds, forKey: .remainingNanoseconds)
+        try container.encodeIfPresent(deadline, forKey: .deadline)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let clockName = try container.decode(String.self, forKey: .clock)
+        guard let clock = VirtualClock(named: clockName) else {
+            throw DecodingError.dataCorruptedError(forKey: .clock, in: container,
+                                                   debugDescription: "'\(clockName)' is not a session clock: expected one of \(VirtualClock.allCases.map(\.name).joined(separator: ", "))")
+        }
+        self.init(pid: try container.decode(Int32.self, forKey: .pid),
+                  thread: try container.decode(Int32.self, forKey: .thread),
+                  command: try container.decode(String.self, forKey: .command),
+                  kind: try container.decode(String.self, forKey: .kind),
+                  virtualClock: clock,
+                  deadlineNanoseconds: try container.decode(Int64.self, forKey: .deadlineNanoseconds),
+                  remainingNanoseconds: try container.decode(Int64.self, forKey: .remainingNanoseconds),
+                  slot: -1)
+    }
 }
 
 /// A running process attached to a session.
@@ -139,8 +186,12 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
         if registeredBoottime > 0 && started > registeredBoottime + 1_000_000_000 / max(ticksPerSecond, 1) {
             return nil
         }
-        let command = readProcFile(pid: pid, name: "comm").map { String($0.prefix { $0 != "\n" }) } ?? "?"
-        return AttachedProcess(pid: pid, command: command)
+        return AttachedProcess(pid: pid, command: command(of: pid))
+    }
+
+    /// A process's name (`/proc/PID/comm`), or `?` when it is gone.
+    static func command(of pid: Int32) -> String {
+        readProcFile(pid: pid, name: "comm").map { String($0.prefix { $0 != "\n" }) } ?? "?"
     }
 
     /// When a live (not zombie) process started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
@@ -162,5 +213,19 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
         return String(decoding: buffer[..<count], as: UTF8.self)
+    }
+}
+
+/// Process names read once per pid, for a reader that looks at the same
+/// processes again and again (the scheduler, many times a second).
+struct ProcessNames {
+    private var names: [Int32: String] = [:]
+
+    mutating func name(of pid: Int32) -> String {
+        if let known = names[pid] { return known }
+        if names.count > 4096 { names.removeAll() }
+        let name = AttachedProcess.command(of: pid)
+        names[pid] = name
+        return name
     }
 }

@@ -238,10 +238,10 @@ public final class TimeSession: Sendable {
     // MARK: Reading
 
     /// The session's virtual wall clock now, in nanoseconds since the epoch.
-    public var wallClockNanoseconds: Int64 { mapping.read(TC_VCLOCK_REALTIME) }
+    public var wallClockNanoseconds: Int64 { mapping.read(.realtime) }
 
     /// The session's virtual `CLOCK_MONOTONIC` now, in nanoseconds.
-    public var monotonicNanoseconds: Int64 { mapping.read(TC_VCLOCK_MONOTONIC) }
+    public var monotonicNanoseconds: Int64 { mapping.read(.monotonic) }
 
     /// The session's monotonic time now, as an instant of its ``clock``.
     public var now: SessionClock.Instant { SessionClock.Instant(nanoseconds: monotonicNanoseconds) }
@@ -324,11 +324,11 @@ public final class TimeSession: Sendable {
             rate: anchors.rate == 0 ? 0 : TimeFormats.rateFactor(anchors.rate),
             rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),
             createdAt: TimeFormats.formatInstant(header.created_realtime),
-            verbsApplied: segmentCounter(\.verbs_applied),
+            verbsApplied: mapping.verbsApplied,
             processes: attachedProcesses(),
             waits: pendingWaits(),
             scheduler: scheduler.map { process, kind in
-                SchedulerStatus(pid: process.pid, command: process.command, steps: segmentCounter(\.scheduler_steps), kind: kind)
+                SchedulerStatus(pid: process.pid, command: process.command, steps: mapping.schedulerSteps, kind: kind)
             }
         )
     }
@@ -337,21 +337,53 @@ public final class TimeSession: Sendable {
     /// earliest first. Entries left by processes that died are dropped (and
     /// their slots freed).
     public func pendingWaits() -> [PendingWait] {
+        var buffer = mapping.makeWaitTableBuffer()
+        var names = ProcessNames()
+        return pendingWaits(seen: nil, buffer: &buffer, names: &names)
+    }
+
+    /// The one reading of the wait table, behind `status`, `tick --to-next`,
+    /// the harness and the scheduler: the waits of live threads, earliest
+    /// first (then by pid and thread). Slots left by processes that died are freed.
+    ///
+    /// Without a `look`, each waiting process (and thread) is checked in
+    /// /proc. With the scheduler's `look`, just taken, a process it saw
+    /// needs no check, and a thread of it that the look did not see has
+    /// exited: its entry is stale. This process's own waits (its in-process
+    /// sleeps, thread 0) always count. `buffer` and `names` are the
+    /// caller's, kept from one reading to the next.
+    func pendingWaits(seen look: ProcessWatch.Look?, buffer: inout SegmentMapping.WaitTableBuffer,
+                      names: inout ProcessNames) -> [PendingWait] {
+        let ownPID = getpid()
+        var threads: Set<UInt64> = []
+        var processes: Set<Int32> = [ownPID]
+        if let look {
+            for thread in look.threads {
+                threads.insert(tc_wait_owner(thread.pid, thread.tid))
+                processes.insert(thread.pid)
+            }
+        }
+        var nowOn: [VirtualClock: Int64] = [:]
         var waits: [PendingWait] = []
-        for (slot, entry) in mapping.waitEntries() {
+        mapping.forEachWait(using: &buffer) { slot, entry in
             let pid = tc_wait_owner_pid(entry.owner), thread = tc_wait_owner_tid(entry.owner)
-            guard let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) else {
+            let command: String
+            if look != nil && processes.contains(pid) {
+                if pid != ownPID && thread != 0 && !threads.contains(entry.owner) { return }
+                command = names.name(of: pid)
+            } else if let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) {
+                command = process.command
+            } else {
                 if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
-                continue
+                return
             }
             let clock = VirtualClock(segmentValue: entry.vclock)
-            let now = mapping.read(clock.cValue)
+            let now = nowOn[clock] ?? mapping.read(clock)
+            nowOn[clock] = now
             waits.append(PendingWait(
-                pid: pid, thread: thread, command: process.command,
-                kind: PendingWait.kindName(entry.kind), clock: clock.name,
-                deadlineNanoseconds: entry.deadline,
-                remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
-                deadline: clock.isWall ? TimeFormats.formatInstant(entry.deadline) : nil))
+                pid: pid, thread: thread, command: command, kind: PendingWait.kindName(entry.kind), virtualClock: clock,
+                deadlineNanoseconds: entry.deadline, remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
+                slot: slot))
         }
         return waits.sorted { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
     }
@@ -373,10 +405,6 @@ public final class TimeSession: Sendable {
         var counts: [Int32: UInt32] = [:]
         for row in mapping.registeredProcesses() { counts[row.pid, default: 0] &+= row.immediateWaits }
         return counts
-    }
-
-    private func segmentCounter(_ field: KeyPath<tc_segment, UInt64>) -> UInt64 {
-        mapping.segment.pointee[keyPath: field]
     }
 
     /// The processes attached to the session that are still running.

@@ -39,7 +39,4 @@ public enum VirtualClock: Int32, Sendable, CaseIterable, Codable {
 
     /// Whether it reads the wall track (its values are instants since the epoch).
     public var isWall: Bool { self == .realtime || self == .tai }
-
-    /// The segment's number for it.
-    var cValue: tc_vclock { tc_vclock(UInt32(rawValue)) }
 }

@@ -37,12 +37,11 @@ extension TimeSession {
     public func waitForPendingWaits(count: Int = 1, where predicate: @escaping @Sendable (PendingWait) -> Bool = { _ in true },
                                     realTimeLimit: Duration = .seconds(30)) async throws -> [PendingWait] {
         try await onOwnThread { [self] in
-            let word = tc_wait_changes_word(mapping.segment)
-            tc_segment_watch_waits(mapping.segment, 1)
-            defer { tc_segment_watch_waits(mapping.segment, 0) }
+            mapping.startWatchingWaits()
+            defer { mapping.stopWatchingWaits() }
             let deadline = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(SessionClock.Instant.nanoseconds(of: realTimeLimit))
             while true {
-                let changes = tc_word_load(word)
+                let changes = mapping.load(.waitChanges)
                 let matching = pendingWaits().filter(predicate)
                 if matching.count >= count { return matching }
                 let left = deadline - tc_real_ns(CLOCK_MONOTONIC)
@@ -51,7 +50,7 @@ extension TimeSession {
                         waitingFor: "\(count) pending wait\(count == 1 ? "" : "s") in session '\(name)' (\(matching.count) now)",
                         limit: realTimeLimit)
                 }
-                _ = tc_segment_wait_for_change(mapping.segment, word, changes, nil, 0, left)
+                mapping.waitForChange(of: .waitChanges, from: changes, realNanoseconds: left)
             }
         }
     }
@@ -173,7 +172,7 @@ extension TimeSession {
             if try await condition() { return result() }
             let now = monotonicNanoseconds
             switch evaluation {
-            case .quiescent(let next) where now.addingSaturating(next.remaining) <= end:
+            case .quiescent(let next) where now.addingSaturating(next.remainingNanoseconds) <= end:
                 try scheduler.checkSteps(maxSteps, goal: "'\(description)' holding")
                 try scheduler.advance(to: next)
             case .idle:
@@ -245,7 +244,7 @@ extension TimeSession {
 
     /// Advances exactly to the deadline of `wait`.
     func advance(toDeadlineOf wait: PendingWait) throws(TimeControlError) {
-        try apply(.advanceToDeadline(nanoseconds: wait.deadlineNanoseconds, on: VirtualClock(named: wait.clock) ?? .monotonic))
+        try apply(.advanceToDeadline(nanoseconds: wait.deadlineNanoseconds, on: wait.virtualClock))
     }
 
     /// A scheduler watching what the harness is responsible for: the

@@ -275,6 +275,35 @@ static void test_waits_follow_ticks(void) {
     CHECK(waiters[2].result == ETIMEDOUT, "cond wait timed out");
 }
 
+/* A virtual wait converted to real time (tc_real_wait_ns): never ends before
+   its deadline, and is at most 1 ns longer than needed. */
+static void test_real_wait_conversion(void) {
+    const int64_t second = 1000000000LL;
+    CHECK(tc_real_wait_ns(5 * second, 5 * second, TC_RATE_ONE) == 0, "due");
+    CHECK(tc_real_wait_ns(6 * second, 5 * second, TC_RATE_ONE) == 0, "past due");
+    CHECK(tc_real_wait_ns(0, second, 0) == TC_FOREVER, "a clock that stands still waits for a verb");
+    CHECK(tc_real_wait_ns(0, second, TC_RATE_ONE) == second, "rate 1");
+    CHECK(tc_real_wait_ns(0, second, 2 * TC_RATE_ONE) == second / 2, "rate 2");
+    CHECK(tc_real_wait_ns(0, second, TC_RATE_ONE / 2) == 2 * second, "rate 0.5");
+    CHECK(tc_real_wait_ns(0, 3, 2 * TC_RATE_ONE) == 2, "1.5 ns rounds up");
+    CHECK(tc_real_wait_ns(0, 365 * 86400 * second, TC_RATE_MIN) == TC_FOREVER, "a year at 0.001");
+    CHECK(tc_real_wait_ns(INT64_MIN, INT64_MAX, TC_RATE_ONE) == TC_FOREVER, "the widest distance");
+    CHECK(tc_real_wait_ns(INT64_MIN, INT64_MAX, TC_RATE_MAX) > 0, "the widest distance at the highest rate");
+    const uint64_t rates[] = {TC_RATE_MIN, TC_RATE_ONE / 3, TC_RATE_ONE - 1, TC_RATE_ONE + 1, 3 * TC_RATE_ONE,
+                              7 * TC_RATE_ONE / 5, 1000 * TC_RATE_ONE + 12345, TC_RATE_MAX};
+    const int64_t distances[] = {1, 2, 3, 999, 1000001, second - 1, 86400 * second + 7};
+    for (size_t r = 0; r < sizeof(rates) / sizeof(rates[0]); r++) {
+        for (size_t d = 0; d < sizeof(distances) / sizeof(distances[0]); d++) {
+            int64_t now = -7 * second, deadline = now + distances[d];
+            int64_t real = tc_real_wait_ns(now, deadline, rates[r]);
+            CHECK(tc_scale(real, rates[r]) >= distances[d], "rate %llu, %lld ns: %lld real ns end early",
+                  (unsigned long long)rates[r], (long long)distances[d], (long long)real);
+            CHECK(real == 0 || tc_scale(real - 1, rates[r]) < distances[d], "rate %llu, %lld ns: %lld real ns end late",
+                  (unsigned long long)rates[r], (long long)distances[d], (long long)real);
+        }
+    }
+}
+
 static void test_periodic_timerfd(void) {
     apply(TC_VERB_FREEZE, TC_WALL_KEEP, 0, 0);
     int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
@@ -720,6 +749,7 @@ int main(int argc, char **argv) {
     struct tc_failure failure = {0};
     if (tc_segment_open(AT_FDCWD, path, &mapping, &failure) != TC_OK) return 2;
     segment = mapping.segment;
+    test_real_wait_conversion();
     test_frozen_reads();
     test_setting_the_clock();
     test_concurrent_verbs();

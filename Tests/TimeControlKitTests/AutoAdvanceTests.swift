@@ -262,7 +262,7 @@ struct AutoAdvanceTests {
         }
         let pid = bystander.processIdentifier
         let started = UInt64(try #require(AttachedProcess.startTicks(of: pid)))
-        #expect(tc_scheduler_claim(session.mapping.segment, pid, started + 1, TC_SCHEDULER_DAEMON.rawValue) == 0)
+        #expect(session.mapping.claimScheduler(pid: pid, started: started + 1, kind: .daemon) == 0)
 
         #expect(session.schedulerProcess == nil)
         #expect(try sandbox.timectl("--session", "stale", "status").stdout.contains("scheduler   none"))
@@ -272,6 +272,24 @@ struct AutoAdvanceTests {
         #expect(run.status == 0, "\(run)")
         #expect(stamps(run.stdout) == [Self.start + 5 * Self.second])
         #expect(bystander.isRunning)
+    }
+
+    /// The counters live in the segment, written by whichever process steps
+    /// or applies a verb: another process reads the same numbers.
+    @Test("status in another process reads the scheduler's steps and the verbs applied")
+    func countersSeenFromAnotherProcess() async throws {
+        let (sandbox, session) = try Sandbox.frozenSession("counted")
+        let before = session.status().verbsApplied
+        let autoAdvance = try session.startAutoAdvance()
+        let sleeper = try session.spawn("sh", ["-c", "sleep 1; sleep 2; sleep 3"])
+        #expect(try await sleeper.waitForExit() == .exited(0))
+        let shown = try decodeStatus(try sandbox.timectl("--session", "counted", "status", "--json"))
+        #expect(shown.scheduler?.steps == 3)
+        #expect(shown.scheduler?.pid == getpid())
+        #expect(shown.verbsApplied == before + 4, "the freeze that starts auto-advance, and one verb per step")
+        #expect(session.status().scheduler?.steps == 3)
+        #expect(autoAdvance.stop().steps == 3)
+        #expect(try decodeStatus(try sandbox.timectl("--session", "counted", "status", "--json")).scheduler == nil)
     }
 
     @Test("the library: startAutoAdvance, stepForward(by:) and runUntilIdle()")

@@ -83,13 +83,27 @@ struct DamagedSegmentTests {
         }
     }
 
+    /// Maps the segment file itself, as another process that damaged it would (TimeControlKit's own mapping is its own).
+    static func withSegmentFile(_ path: String, _ body: (UnsafeMutablePointer<tc_segment>) throws -> Void) throws {
+        let fd = open(path, O_RDWR | O_CLOEXEC)
+        try #require(fd >= 0, "open \(path): errno \(errno)")
+        defer { close(fd) }
+        var info = stat()
+        try #require(fstat(fd, &info) == 0)
+        let size = Int(info.st_size)
+        let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+        try #require(base != MAP_FAILED, "mmap \(path): errno \(errno)")
+        defer { munmap(base, size) }
+        try body(base!.bindMemory(to: tc_segment.self, capacity: 1))
+    }
+
     @Test("every consumer refuses a damaged segment, or serves the right time", arguments: Damage.allCases)
     func consumers(damage: Damage) throws {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let session = try sandbox.session("s")
         try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.frozenSeconds * nanosecondsPerSecond))
-        try damage.apply(to: session.mapping.segment)
+        try Self.withSegmentFile(session.segmentPath) { try damage.apply(to: $0) }
         let path = session.segmentPath
         let damaged = try Data(contentsOf: URL(fileURLWithPath: path))
 
@@ -147,19 +161,16 @@ struct DamagedSegmentTests {
         sleeper.arguments = ["30"]
         try launch(sleeper)
         defer { kill(sleeper.processIdentifier, SIGKILL); sleeper.waitUntilExit() }  // SIGTERM: children inherit it blocked
-        var boottime = timespec()
-        clock_gettime(CLOCK_BOOTTIME, &boottime)
-        let registered = Int64(boottime.tv_sec) * nanosecondsPerSecond + Int64(boottime.tv_nsec)
-        for vclock in [TC_VCLOCK_REALTIME, TC_VCLOCK_MONOTONIC] {
-            let slot = tc_wait_claim(session.mapping.segment, sleeper.processIdentifier, sleeper.processIdentifier,
-                                     Int32(TC_WAIT_SLEEP.rawValue), Int32(vclock.rawValue), deadline, registered)
+        for clock in [VirtualClock.realtime, .monotonic] {
+            let slot = session.mapping.claimWait(pid: sleeper.processIdentifier, thread: sleeper.processIdentifier,
+                                                 kind: TC_WAIT_SLEEP, clock: clock, deadline: deadline)
             try #require(slot >= 0)
             let status = try sandbox.timectl("--session", "s", "status")
             #expect(status.status == 0, "\(status)")
             #expect(status.stdout.contains("sleep on CLOCK_"), "\(status)")
             let next = try sandbox.timectl("--session", "s", "tick", "--to-next")
             #expect(next.status >= 0 && next.status < 128, "\(next)")
-            tc_wait_release(session.mapping.segment, slot, tc_wait_owner(sleeper.processIdentifier, sleeper.processIdentifier))
+            session.mapping.releaseWait(slot: slot, owner: tc_wait_owner(sleeper.processIdentifier, sleeper.processIdentifier))
         }
     }
 

@@ -8,8 +8,7 @@ struct TimelineTests {
     static let y2016: Int64 = 1_451_649_600_000_000_000
 
     func readAll(_ session: TimeSession) -> [Int64] {
-        [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME, TC_VCLOCK_REALTIME, TC_VCLOCK_TAI]
-            .map { session.mapping.read($0) }
+        [VirtualClock.monotonic, .monotonicRaw, .boottime, .realtime, .tai].map { session.mapping.read($0) }
     }
 
     @Test func freezeStopsEveryClockAndTickMovesThemAll() throws {
@@ -97,7 +96,7 @@ struct TimelineTests {
         let reader = BackgroundWork {
             var last = [Int64](repeating: .min, count: 3)
             while !stop.isSet {
-                for (index, clock) in [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME].enumerated() {
+                for (index, clock) in [VirtualClock.monotonic, .monotonicRaw, .boottime].enumerated() {
                     let value = session.mapping.read(clock)
                     if value < last[index] { violations.increment() }
                     last[index] = value
@@ -118,7 +117,7 @@ struct TimelineTests {
             default: verb = .run(at: .realTime)
             }
             try session.apply(verb)
-            for (index, clock) in [TC_VCLOCK_MONOTONIC, TC_VCLOCK_MONOTONIC_RAW, TC_VCLOCK_BOOTTIME].enumerated() {
+            for (index, clock) in [VirtualClock.monotonic, .monotonicRaw, .boottime].enumerated() {
                 let value = session.mapping.read(clock)
                 #expect(value >= lastSeen[index], "\(verb.commandLine) moved clock \(index) back")
                 lastSeen[index] = value

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import TimeControlKit
+import TimeShimC
 
 /// Waits, sleeps and timers of unmodified programs follow the virtual
 /// timeline (SPEC §3): under a frozen session they end exactly when ticks
@@ -262,6 +263,64 @@ struct WaitTests {
         #expect(text.stdout.contains("sleep on CLOCK_MONOTONIC, in 42s"))
         try session.advance(by: .seconds(42))
         #expect(run.exitStatus() == 0)
+    }
+
+    /// One reading of the wait table: what `status` prints from another
+    /// process, what the library lists, what the scheduler steps to and
+    /// what `tick --to-next` reaches are the same waits, clocks and deadlines.
+    @Test("status, pendingWaits(), the scheduler and tick --to-next read the same waits")
+    func oneReadingOfTheWaitTable() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("table")
+        let wall = try AttachedRun(sandbox, session: "table", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
+        let sleeper = try AttachedRun(sandbox, session: "table", ["sleep", "20"])
+        let listed = sandbox.waitForWaits(session) { $0.count == 2 }
+        #expect(listed.map(\.clock) == ["CLOCK_MONOTONIC", "CLOCK_REALTIME"])
+        #expect(listed.map(\.remainingNanoseconds) == [20 * Self.second, 3600 * Self.second])
+        #expect(listed.map(\.deadline) == [nil, "2016-01-01T13:00:00Z"])
+        #expect(listed.map(\.command) == ["sleep", "wait_probe"])
+
+        let shown = try decodeStatus(try sandbox.timectl("--session", "table", "status", "--json")).waits
+        let describe = { (wait: PendingWait) in
+            "\(wait.pid)/\(wait.thread) \(wait.command) \(wait.kind) \(wait.clock) \(wait.deadlineNanoseconds) \(wait.remainingNanoseconds) \(wait.deadline ?? "-")"
+        }
+        #expect(shown.map(describe) == listed.map(describe))
+
+        var loopGuard = LoopGuard(session: session)
+        let evaluation = try session.harnessScheduler().settle(realTimeLimit: .seconds(30), loopGuard: &loopGuard)
+        guard case .quiescent(let next) = evaluation else {
+            Issue.record("the scheduler found no wait to step to: \(evaluation)")
+            return
+        }
+        #expect(next == listed[0])
+
+        let before = session.monotonicNanoseconds
+        #expect(try sandbox.timectl("--session", "table", "tick", "--to-next").status == 0)
+        #expect(session.monotonicNanoseconds - before == 20 * Self.second)
+        #expect(sleeper.exitStatus() == 0)
+        #expect(try session.advanceToNextDeadline()?.virtualClock == .realtime)
+        #expect(session.wallClockNanoseconds == Sandbox.frozenStart + 3600 * Self.second)
+        #expect(wall.exitStatus() == 0)
+    }
+
+    /// The reader skips only damage: every kind of wait the shim lists —
+    /// a Go runtime's raw futex wait included — is read back with its name,
+    /// an unknown kind is not.
+    @Test("every kind of wait is read back with its name, by the library and by status")
+    func everyKindIsRead() throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("kinds")
+        let kinds: [(kind: tc_wait_kind, name: String)] = [
+            (TC_WAIT_SLEEP, "sleep"), (TC_WAIT_POLL, "poll"), (TC_WAIT_SELECT, "select"), (TC_WAIT_EPOLL, "epoll"),
+            (TC_WAIT_COND, "cond"), (TC_WAIT_SEM, "sem"), (TC_WAIT_MUTEX, "mutex"), (TC_WAIT_TIMERFD, "timerfd"),
+            (TC_WAIT_TIMER, "timer"), (TC_WAIT_ALARM, "alarm"), (TC_WAIT_FUTEX, "futex"), (tc_wait_kind(12), "unknown"),
+        ]
+        let deadline = session.monotonicNanoseconds + 3600 * Self.second
+        let slots = kinds.map { session.mapping.claimWait(pid: getpid(), thread: 0, kind: $0.kind, clock: .monotonic, deadline: deadline) }
+        defer { for slot in slots { session.mapping.releaseWait(slot: slot, owner: tc_wait_owner(getpid(), 0)) } }
+        try #require(slots.allSatisfy { $0 >= 0 })
+        let expected = kinds.map(\.name).dropLast().sorted()
+        #expect(session.pendingWaits().map(\.kind).sorted() == expected)
+        #expect(try decodeStatus(try sandbox.timectl("--session", "kinds", "status", "--json")).waits.map(\.kind).sorted() == expected)
     }
 
     @Test("a killed waiter, an exiting process and a removed session leave nothing pending and nothing hanging")

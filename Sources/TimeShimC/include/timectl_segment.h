@@ -257,6 +257,9 @@ enum tc_wait_kind {
     TC_WAIT_FUTEX = 11,   /* a raw futex wait with a timeout (Go's runtime: syscall_trap.c) */
 };
 
+/* Whether a wait-table entry's kind is one of the above (anything else is damage). */
+static inline int tc_wait_kind_valid(int kind) { return kind >= TC_WAIT_SLEEP && kind <= TC_WAIT_FUTEX; }
+
 /* `owner` of a slot being filled in; readers skip it. */
 #define TC_WAIT_CLAIMING UINT64_MAX
 

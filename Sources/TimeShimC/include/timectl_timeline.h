@@ -167,6 +167,25 @@ static inline int64_t tc_scale(int64_t real_delta, uint64_t rate) {
     return product > (unsigned __int128)TC_RUN_MAX ? TC_RUN_MAX : (int64_t)product;
 }
 
+/* A real wait that only a verb can end: the clock stands still, or the wait is too long to matter. */
+#define TC_FOREVER INT64_MAX
+
+/*
+ * How long, in real ns, a wait from the virtual instant `now` to `deadline`
+ * takes on a clock running at `rate` (fixed point, without flags): 0 if it
+ * is due, TC_FOREVER if the clock stands still (rate 0) or the wait would
+ * outlast INT64_MAX / 2 real ns. Rounded up, so that a wait of that length
+ * never ends before its virtual deadline (tc_scale of it is ≥ the distance).
+ * The inverse of tc_scale, for every waiter: the shim's and the Swift clock's.
+ */
+static inline int64_t tc_real_wait_ns(int64_t now, int64_t deadline, uint64_t rate) {
+    if (now >= deadline) return 0;
+    if (rate == 0) return TC_FOREVER;
+    unsigned __int128 distance = (uint64_t)deadline - (uint64_t)now; /* deadline > now: no wrap */
+    unsigned __int128 real = ((distance << TC_RATE_SHIFT) + rate - 1) / rate;
+    return real >= (unsigned __int128)(INT64_MAX / 2) ? TC_FOREVER : (int64_t)real;
+}
+
 /* ---- the writer's form ---- */
 
 /* The rate a track runs at: the session's, or 0 for a frozen wall. */

@@ -37,11 +37,7 @@ struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock) {
 }
 
 int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline) {
-    if (view->now >= deadline) return 0;
-    if (view->rate == 0) return TC_FOREVER;
-    unsigned __int128 remaining = (uint64_t)deadline - (uint64_t)view->now;  /* deadline > now: no wrap */
-    unsigned __int128 real = ((remaining << TC_RATE_SHIFT) + view->rate - 1) / view->rate;
-    return real >= (unsigned __int128)(INT64_MAX / 2) ? TC_FOREVER : (int64_t)real;
+    return tc_real_wait_ns(view->now, deadline, view->rate);
 }
 
 int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative) {

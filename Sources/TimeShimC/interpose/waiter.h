@@ -26,8 +26,6 @@
 #include "real.h"
 #include "shim.h"
 
-#define TC_FOREVER INT64_MAX
-
 /* Bounded real waits for primitives nobody can wake early (semaphores, mutexes). */
 #define TC_SLICE_NS (50 * 1000 * 1000LL)
 

@@ -346,6 +346,14 @@ final class AttachedRun: @unchecked Sendable {
     var isRunning: Bool { process.isRunning }
 }
 
+/// What `timectl status --json` printed, read back.
+func decodeStatus(_ result: ProcessResult) throws -> SessionStatus {
+    try #require(result.status == 0, "\(result)")
+    let decoder = JSONDecoder()
+    decoder.keyDecodingStrategy = .convertFromSnakeCase
+    return try decoder.decode(SessionStatus.self, from: Data(result.stdout.utf8))
+}
+
 extension Sandbox {
     /// The session's pending waits once `condition` holds for them (real-time guard).
     @discardableResult
