@@ -126,10 +126,10 @@ static inline int64_t tc_file_time_to_real(const struct tc_segment *segment, int
         have_last = 1;
         if (view.wall_start >= virtual_time) return view.real_start;  /* shows V, or jumped past it */
         if (view.wall_rate == 0) continue;
-        __int128 delta = (((__int128)(virtual_time - view.wall_start)) << TC_RATE_SHIFT) + (__int128)view.wall_rate - 1;
-        __int128 real = (__int128)view.real_start + delta / (__int128)view.wall_rate;
+        int64_t wait = tc_real_wait_ns(view.wall_start, virtual_time, view.wall_rate);
+        int64_t real = wait == TC_FOREVER || view.real_start > TC_INSTANT_MAX - wait ? TC_INSTANT_MAX : view.real_start + wait;
         int bounded = n + 1 < count && tc_history_read(segment, n + 1, &next);
-        if (!bounded || real < next.real_start) return real > TC_INSTANT_MAX ? TC_INSTANT_MAX : (int64_t)real;
+        if (!bounded || real < next.real_start) return real;
     }
     if (!have_last) return virtual_time;
     return last.real_start + (virtual_time - last.wall_start);
