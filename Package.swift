@@ -5,8 +5,9 @@ import PackageDescription
 // dynamic libraries with the Swift runtime, which would then load into every
 // controlled program. scripts/build.sh compiles it with the C compiler from
 // Sources/TimeShimC. SwiftPM only compiles that directory's shared core (the
-// segment layout, the timeline arithmetic, real-clock access), never the
-// interposers under interpose/.
+// files at its top: the segment, the timeline arithmetic, real-clock access,
+// the trace format, the program-kind check) and TimeControlKit's own C
+// (controller/), never the interposers under interpose/ (docs/shim.md).
 let package = Package(
     name: "timectl",
     platforms: [.macOS(.v15)],

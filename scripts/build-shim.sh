@@ -28,7 +28,7 @@ if [ -n "$extra" ]; then
     echo "build-shim.sh: $output needs more than libc: $extra" >&2
     exit 1
 fi
-# The part SwiftPM compiles (the shared core above, and controller.c) gets
+# The part SwiftPM compiles (the shared core above, and controller/) gets
 # the same warnings here: a package's unsafeFlags would make TimeControlKit
 # unusable as a dependency.
-"$cc" -fsyntax-only -std=gnu11 -Wall -Wextra -Werror -I "$src/include" "$src/controller.c"
+"$cc" -fsyntax-only -std=gnu11 -Wall -Wextra -Werror -I "$src/include" "$src"/controller/*.c

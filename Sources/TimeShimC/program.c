@@ -55,19 +55,36 @@ const char *tc_program_problem(enum tc_program_kind kind) {
     }
 }
 
-/* Whether a PT_NOTE segment holds a note owned by "Go" (the Go toolchain's build id, type 4). */
-static int notes_owned_by_go(int fd, uint64_t offset, uint64_t size) {
-    unsigned char notes[4096];
-    long length = read_at(fd, notes, size < sizeof notes ? size : sizeof notes, offset);
-    for (long at = 0; at + 12 <= length;) {
-        uint32_t name_size = u32(notes + at), desc_size = u32(notes + at + 4);
-        const unsigned char *name = notes + at + 12;
-        if ((name_size == 3 || name_size == 4) && (unsigned long)at + 12 + name_size <= (unsigned long)length && name[0] == 'G' &&
-            name[1] == 'o' && name[2] == 0)
-            return 1;
-        at += 12 + (((uint64_t)name_size + 3) & ~3ull) + (((uint64_t)desc_size + 3) & ~3ull);
+static uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignment - 1) & ~(alignment - 1); }
+
+int tc_notes_include(const void *notes, uint64_t size, uint64_t alignment, const char *owner, uint32_t type) {
+    const unsigned char *bytes = notes;
+    /* As glibc's loader reads PT_NOTE: 8-byte notes (.note.gnu.property) where the segment says so, else 4. */
+    if (alignment != 8) alignment = 4;
+    uint64_t owner_length = 0;
+    while (owner[owner_length]) owner_length++;
+    for (uint64_t at = 0; size >= 12 && at <= size - 12;) {
+        uint32_t name_size = u32(bytes + at), desc_size = u32(bytes + at + 4), note_type = u32(bytes + at + 8);
+        const unsigned char *name = bytes + at + 12;
+        if (name_size > size - at - 12) return 0;
+        /* The owner's name, NUL-terminated, and nothing but NULs after it ("Go\0" or the Go linker's "Go\0\0"). */
+        int owned = name_size > owner_length && (type == TC_NOTE_ANY_TYPE || note_type == type);
+        for (uint64_t i = 0; owned && i < name_size; i++) owned = name[i] == (i < owner_length ? (unsigned char)owner[i] : 0);
+        if (owned) return 1;
+        at = align_up(align_up(at + 12 + name_size, alignment) + desc_size, alignment);
     }
     return 0;
+}
+
+int tc_notes_mark_go_program(const void *notes, uint64_t size, uint64_t alignment) {
+    return tc_notes_include(notes, size, alignment, "Go", TC_NOTE_ANY_TYPE);
+}
+
+/* Whether the PT_NOTE segment at `offset` in the file marks a Go program (its first 4 KiB are read). */
+static int file_notes_mark_go_program(int fd, uint64_t offset, uint64_t size, uint64_t alignment) {
+    unsigned char notes[4096];
+    long length = read_at(fd, notes, size < sizeof notes ? size : sizeof notes, offset);
+    return tc_notes_mark_go_program(notes, (uint64_t)length, alignment);
 }
 
 static int is_sanitizer_runtime(const char *name, int *weak) {
@@ -150,14 +167,14 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
         for (unsigned i = 0; i < count && (long)((i + 1) * entry_size) <= got; i++) {
             const unsigned char *phdr = headers + i * entry_size;
             uint32_t type = u32(phdr);
-            uint64_t offset = u64(phdr + 8), vaddr = u64(phdr + 16), file_size = u64(phdr + 32);
+            uint64_t offset = u64(phdr + 8), vaddr = u64(phdr + 16), file_size = u64(phdr + 32), align = u64(phdr + 48);
             if (type == PT_INTERP) has_interpreter = 1;
             if (type == PT_DYNAMIC) dynamic_offset = offset, dynamic_size = file_size;
             if (type == PT_LOAD && load_count < MAX_LOADS) {
                 loads[load_count][0] = vaddr, loads[load_count][1] = offset, loads[load_count][2] = file_size;
                 load_count++;
             }
-            if (type == PT_NOTE && !is_go) is_go = notes_owned_by_go(fd, offset, file_size);
+            if (type == PT_NOTE && !is_go) is_go = file_notes_mark_go_program(fd, offset, file_size, align);
         }
     }
     if (dynamic_size) read_needed(fd, dynamic_offset, dynamic_size, (const uint64_t(*)[3])loads, load_count, program);

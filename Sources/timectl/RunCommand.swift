@@ -163,33 +163,8 @@ struct Run: ParsableCommand {
     }
 }
 
-extension Run {
-    /// Run's options that take a value: the word after one is not the command.
-    static let optionsTakingValues: Set<String> = ["--session", "--at", "--rate", "--max-steps"]
-
-    /// `[--session S] run OPTIONS COMMAND…` with `--` put in front of
-    /// COMMAND when it was left out. (ArgumentParser's passthrough capture
-    /// would take the command without '--', but then no longer accepts
-    /// --session after `run`, an option the root command has too.)
-    static func terminatingOptions(_ words: [String]) -> [String] {
-        var index = words.startIndex
-        while index < words.endIndex, words[index] != "run" {
-            guard words[index] == "--session" || words[index].hasPrefix("--session=") else { return words }
-            index += words[index] == "--session" ? 2 : 1
-        }
-        index += 1
-        while index < words.endIndex {
-            let word = words[index]
-            if word == "--" { return words }
-            if !word.hasPrefix("-") {
-                var terminated = words
-                terminated.insert("--", at: index)
-                return terminated
-            }
-            index += optionsTakingValues.contains(word) ? 2 : 1
-        }
-        return words
-    }
+extension Run: RunsAProgram {
+    static let optionsTakingValues: Set<String> = ["--at", "--rate", "--max-steps"]
 }
 
 /// timectl's own exit statuses for the commands that run a program (run,

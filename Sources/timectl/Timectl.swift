@@ -40,7 +40,7 @@ enum Main {
         }
         let status: Int32
         do {
-            var command = try Timectl.parseAsRoot(Run.terminatingOptions(Array(CommandLine.arguments.dropFirst())))
+            var command = try Timectl.parseAsRoot(ProgramArguments.terminatingOptions(Array(CommandLine.arguments.dropFirst())))
             if let refusal = SessionOptions.refusal(for: command, arguments: CommandLine.arguments.dropFirst()) {
                 throw CommandFailure(message: refusal, status: 64)
             }

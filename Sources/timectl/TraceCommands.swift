@@ -9,10 +9,11 @@ import Foundation
 
 // Record and replay (SPEC §5): record, replay, trace show, trace stats.
 
-struct Record: ParsableCommand {
+struct Record: RunsAProgram {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Run a command and record every clock reading and wait of its processes.",
+        usage: "timectl record [--session <name>] (--trace | -o) <file> [--force] [--] <command> ...",
         discussion: """
             Writes a trace to FILE: per process (named by its place in the process tree, not its \
             pid) and per thread (in creation order), every value a clock read returned and every \
@@ -24,18 +25,20 @@ struct Record: ParsableCommand {
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Option(name: .customLong("trace"), help: ArgumentHelp("Where to write the trace.", valueName: "file"))
+    @Option(name: [.customLong("trace"), .customShort("o")], help: ArgumentHelp("Where to write the trace.", valueName: "file"))
     var trace: String
+
+    static let optionsTakingValues: Set<String> = ["--trace", "-o"]
 
     @Flag(help: "Replace FILE if it exists.")
     var force = false
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after --.", valueName: "command"))
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))
     var command: [String] = []
 
     func validate() throws {
-        if trace.isEmpty { throw ValidationError("no trace file: expected 'timectl record --trace FILE -- COMMAND [ARGUMENTS...]'") }
-        if command.isEmpty { throw ValidationError("no command after '--': expected 'timectl record --trace \(trace) -- COMMAND [ARGUMENTS...]'") }
+        if trace.isEmpty { throw ValidationError("no trace file: expected 'timectl record --trace FILE [--] COMMAND [ARGUMENTS...]'") }
+        if command.isEmpty { throw ValidationError("no command given: expected 'timectl record --trace \(trace) [--] COMMAND [ARGUMENTS...]'") }
     }
 
     func run() throws {
@@ -57,12 +60,13 @@ struct Record: ParsableCommand {
     }
 }
 
-struct Replay: ParsableCommand, TakesNoSession {
+struct Replay: RunsAProgram, TakesNoSession {
     static let whyNoSession = "it replays on a private session of its own, with auto-advance"
 
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Run a command so that each of its threads reads exactly the recorded values.",
+        usage: "timectl replay [--report <file>] [--strict] <trace> [[--] <command> ...]",
         discussion: """
             Each thread of each process reads the values its recording has, in order; its waits end \
             without waiting in real time, in the order they would have (the command runs on a private \
@@ -87,7 +91,10 @@ struct Replay: ParsableCommand, TakesNoSession {
     @Flag(help: "Stop the first process that diverges, and exit 121.")
     var strict = false
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, after -- (default: the recorded command).", valueName: "command"))
+    static let optionsTakingValues: Set<String> = ["--report"]
+    static let argumentsBeforeProgram = 1
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments, the '--' in front optional (default: the recorded command).", valueName: "command"))
     var command: [String] = []
 
     func run() throws {

@@ -24,6 +24,8 @@ struct CommandLineTests {
         (["run", "--end-leftovers=yes", "--", "true"], "does not take any value"),
         (["run", "--allow-uncontrolled=1", "--", "true"], "does not take any value"),
         (["run", "--allow-uncontrolled", "--end-leftovers"], "no command given"),
+        (["record", "-o", "never-written.trace"], "no command given"),
+        (["record", "date"], "Missing expected argument '--trace <file>'"),
     ])
     func badInput(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()

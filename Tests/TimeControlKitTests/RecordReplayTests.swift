@@ -196,6 +196,35 @@ struct RecordReplayTests {
         #expect(text.stdout.contains("readings    12: CLOCK_MONOTONIC 6, CLOCK_REALTIME 6\n"), "\(text.stdout)")
     }
 
+    @Test("record and replay take the command with or without '--', and an option after the command is the command's")
+    func commandWithoutTerminator() throws {
+        let sandbox = try sandbox()
+        #expect(try sandbox.timectl("--session", "s", "freeze", "@1451649600").status == 0)
+        let trace = sandbox.directory + "/date.trace", again = sandbox.directory + "/again.trace"
+        let recorded = try sandbox.timectl("record", "--session", "s", "-o", trace, "date", "+%s")
+        #expect(recorded.status == 0 && recorded.lines == ["1451649600"], "\(recorded)")
+        #expect(try Trace(contentsOf: trace).command == ["date", "+%s"])
+        let terminated = try sandbox.timectl("record", "--session", "s", "--trace", again, "--", "date", "+%s")
+        #expect(terminated.status == 0 && terminated.lines == ["1451649600"], "\(terminated)")
+
+        // --force and --trace after the command are echo's: nothing is replaced, nothing written elsewhere.
+        let elsewhere = sandbox.directory + "/elsewhere.trace", echoed = sandbox.directory + "/echo.trace"
+        let options = try sandbox.timectl("record", "-o", echoed, "echo", "--force", "--trace", elsewhere)
+        #expect(options.status == 0 && options.lines == ["--force --trace \(elsewhere)"], "\(options)")
+        #expect(try Trace(contentsOf: echoed).command == ["echo", "--force", "--trace", elsewhere])
+        #expect(!FileManager.default.fileExists(atPath: elsewhere))
+
+        for arguments in [[trace, "date", "+%s"], ["--strict", trace, "--", "date", "+%s"], [trace, "--strict", "date", "+%s"]] {
+            let replayed = try sandbox.timectl(["replay"] + arguments)
+            #expect(replayed.status == 0 && replayed.lines == ["1451649600"], "replay \(arguments): \(replayed)")
+            #expect(replayed.stderr == "", "no divergence: \(replayed.stderr)")
+        }
+        let report = sandbox.directory + "/report.json"
+        let replayOptions = try sandbox.timectl("replay", trace, "echo", "--strict", "--report", report)
+        #expect(replayOptions.status == 0 && replayOptions.lines == ["--strict --report \(report)"], "\(replayOptions)")
+        #expect(!FileManager.default.fileExists(atPath: report))
+    }
+
     @Test("record keeps an existing file unless --force, and keeps what a killed process recorded")
     func recordingSafety() throws {
         let sandbox = try sandbox()

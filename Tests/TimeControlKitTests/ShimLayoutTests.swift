@@ -39,4 +39,22 @@ struct ShimLayoutTests {
         let files = Set(exported.map(\.file))
         for file in rows.keys { #expect(files.contains(file), "docs/shim.md lists \(file), which exports nothing") }
     }
+
+    /// The shared core is the C at the top of `Sources/TimeShimC`: SwiftPM
+    /// compiles all of it into TimeControlKit, so each of those files must be
+    /// in the shim's build as well, and nothing of the shim's build may come
+    /// from `controller/` (TimeControlKit's own).
+    @Test("the C files at the top of Sources/TimeShimC are exactly the shim's core sources")
+    func topLevelIsTheSharedCore() throws {
+        let directory = Build.packageRoot + "/Sources/TimeShimC"
+        let topLevel = Set(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") })
+        let arguments = try String(contentsOfFile: directory + "/shim-cc-arguments", encoding: .utf8)
+        let sources = arguments.split(separator: "\n")
+            .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("-") }
+        try #require(sources.contains("interpose/*.c"), "the arguments were read")
+        let core = Set(sources.filter { !$0.contains("/") })
+        #expect(core == topLevel, "top level: \(topLevel.sorted()); the shim's core sources: \(core.sorted())")
+        #expect(!sources.contains { $0.hasPrefix("controller/") }, "the shim compiles TimeControlKit's own C: \(sources)")
+    }
 }

@@ -47,4 +47,21 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
 /* Why a kind cannot be controlled, as a phrase ("statically linked"); NULL for the others. */
 const char *tc_program_problem(enum tc_program_kind kind);
 
+#define TC_NOTE_ANY_TYPE UINT32_MAX
+
+/*
+ * Whether the bytes of one PT_NOTE segment (`size` of them; `alignment` its
+ * p_align) hold a note whose owner is `owner` and whose type is `type`
+ * (TC_NOTE_ANY_TYPE: any). Reads nothing outside the bytes, whatever they say.
+ */
+int tc_notes_include(const void *notes, uint64_t size, uint64_t alignment, const char *owner, uint32_t type);
+
+/*
+ * Whether a PT_NOTE segment's bytes mark a Go program: a note owned by "Go"
+ * (the Go linker's build id, .note.go.buildid). The one test of it:
+ * tc_program_inspect applies it to a program's file before an exec, the
+ * shim to its own process's notes in memory when it attaches.
+ */
+int tc_notes_mark_go_program(const void *notes, uint64_t size, uint64_t alignment);
+
 #endif

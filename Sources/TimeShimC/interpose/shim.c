@@ -16,6 +16,7 @@
 #include "text.h"
 #include "trace.h"
 #include "waiter.h"
+#include "timectl_program.h"
 #include "timectl_program_support.h"
 
 #include <elf.h>
@@ -77,35 +78,30 @@ const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias) {
     return phdrs;
 }
 
-static int executable_has_note(const char *owner, uint32_t owner_size, uint32_t wanted_type) {
+/* Whether one of the main executable's PT_NOTE segments passes `test` (timectl_program.h's note predicates). */
+static int executable_notes(int (*test)(const void *notes, uint64_t size, uint64_t alignment)) {
     unsigned long count;
     uintptr_t bias;
     const ElfW(Phdr) *phdrs = tc_executable_phdrs(&count, &bias);
-    for (unsigned long i = 0; i < count; i++) {
-        if (phdrs[i].p_type != PT_NOTE) continue;
-        const char *note = (const char *)(bias + phdrs[i].p_vaddr);
-        const char *end = note + phdrs[i].p_memsz;
-        while (note + 12 <= end) {
-            const uint32_t *words = (const uint32_t *)note;
-            uint32_t name_size = words[0], desc_size = words[1], type = words[2];
-            const char *name = note + 12;
-            if (type == wanted_type && name_size == owner_size && memcmp(name, owner, owner_size) == 0) return 1;
-            note = name + ((name_size + 3) & ~3u) + ((desc_size + 3) & ~3u);
-        }
-    }
+    for (unsigned long i = 0; i < count; i++)
+        if (phdrs[i].p_type == PT_NOTE && test((const void *)(bias + phdrs[i].p_vaddr), phdrs[i].p_memsz, phdrs[i].p_align))
+            return 1;
     return 0;
 }
 
-/* Controllers are never controlled (see controller.c). */
-static int executable_is_controller(void) { return executable_has_note("timectl", 8, TC_CONTROLLER_NOTE_TYPE); }
+static int notes_mark_controller(const void *notes, uint64_t size, uint64_t alignment) {
+    return tc_notes_include(notes, size, alignment, "timectl", TC_CONTROLLER_NOTE_TYPE);
+}
+
+/* Controllers are never controlled (see controller/controller.c). */
+static int executable_is_controller(void) { return executable_notes(notes_mark_controller); }
 
 /*
- * A Go program: the linker's build-id note ("Go", type 4, .note.go.buildid).
- * tc_program_inspect decides the same from the file, before an exec; here
- * the shim reads its own process's notes in memory, at no cost in I/O at
+ * A Go program: the same test tc_program_inspect makes on the file before
+ * an exec, here on this process's own notes in memory, at no cost in I/O at
  * every start.
  */
-static int executable_is_go(void) { return executable_has_note("Go\0\0", 4, 4); }
+static int executable_is_go(void) { return executable_notes(tc_notes_mark_go_program); }
 
 /* ---- attaching ---- */
 

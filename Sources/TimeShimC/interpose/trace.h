@@ -1,6 +1,7 @@
 /*
  * Record and replay in the shim (SPEC §5): the interposers' side of it.
- * The formats are timectl_trace.h's; trace.c implements this.
+ * The formats are timectl_trace.h's; trace.c and its parts (trace_registry.c,
+ * trace_recording.c, trace_replay.c) implement this.
  *
  * A process records when TIMECTL_RECORD names a recording directory, and
  * replays when TIMECTL_REPLAY names a trace (TIMECTL_REPLAY_DIR the

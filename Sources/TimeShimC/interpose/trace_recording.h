@@ -1,0 +1,26 @@
+/*
+ * Recording (trace.h): writing what the session told this process into the
+ * recording directory's raw files (timectl_trace.h). The readings and wall
+ * clock sets are recorded through trace.h's tc_trace_record_*; this is the
+ * rest, for trace.c. Implemented in trace_recording.c.
+ */
+#ifndef TIMECTL_TRACE_RECORDING_H
+#define TIMECTL_TRACE_RECORDING_H
+
+#include "timectl_segment.h"
+
+#include <stdint.h>
+
+/* Starts this process image's raw file in `directory` (the registry joined); NULL, or what is wrong. */
+const char *tc_recording_open(const char *directory);
+
+/* A wait of the calling thread begins and ends. */
+void tc_recording_wait_begin(int kind, int vclock, int64_t deadline);
+void tc_recording_wait_end(struct tc_segment *segment, int vclock, int64_t deadline);
+
+void tc_recording_before_fork(void);
+void tc_recording_after_fork_in_parent(void);
+/* After tc_registry_after_fork_in_child: the child's own raw file. */
+void tc_recording_after_fork_in_child(void);
+
+#endif
