@@ -252,8 +252,10 @@ final class RunProcesses {
 
     /// Kills every process of the run; `gracefully`: SIGTERM first, SIGKILL 2 s later.
     func end(gracefully: Bool) {
+        var terminated: [Int32] = []
         if gracefully {
-            for pid in members() { kill(pid, SIGTERM) }
+            terminated = members()
+            for pid in terminated { kill(pid, SIGTERM) }
             // Scanned again rather than probed with kill(pid, 0): a killed orphan stays a zombie until reaped.
             let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
             while tc_real_ns(CLOCK_MONOTONIC) < deadline && !members().isEmpty {
@@ -262,6 +264,8 @@ final class RunProcesses {
             }
         }
         _ = token.withCString { tc_run_kill_all($0, guardian, 400) }
+        // What SIGTERM ended has left the member list, but may not have finished exiting yet.
+        _ = tc_run_await_end(terminated, Int32(terminated.count), 400)
     }
 
     /// One line on standard error for each process still running: they keep running.

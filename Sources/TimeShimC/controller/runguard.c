@@ -42,18 +42,23 @@ static unsigned length_of(const char *text) {
     return length;
 }
 
-/* Whether /proc/PID/environ holds the entry `needle` (NAME=VALUE) exactly. */
-static int environment_holds(int pid, const char *needle, unsigned needle_length) {
-    char path[32] = "/proc/";
+/* Opens /proc/PID/`file` read-only; −errno when it cannot. */
+static long open_proc_file(int pid, const char *file) {
+    char path[48] = "/proc/";
     char digits[12];
     int count = 0;
     do digits[count++] = (char)('0' + pid % 10); while ((pid /= 10) > 0);
     unsigned at = 6;
     while (count > 0) path[at++] = digits[--count];
-    const char *suffix = "/environ";
-    for (unsigned i = 0; suffix[i]; i++) path[at++] = suffix[i];
+    path[at++] = '/';
+    for (unsigned i = 0; file[i] && at < sizeof path - 1; i++) path[at++] = file[i];
     path[at] = 0;
-    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    return tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+}
+
+/* Whether /proc/PID/environ holds the entry `needle` (NAME=VALUE) exactly. */
+static int environment_holds(int pid, const char *needle, unsigned needle_length) {
+    long fd = open_proc_file(pid, "environ");
     if (fd < 0) return 0;
     char buffer[4096];
     long matched = 0;  /* bytes of `needle` matched in the current entry; −1: this entry differs */
@@ -116,17 +121,60 @@ int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capac
     return count;
 }
 
-int tc_run_kill_all(const char *token, int32_t excluded, int rounds) {
-    int32_t pids[256];
-    int left = 0;
+/*
+ * Whether a process has finished dying: gone, or a zombie. Its environ
+ * already reads empty while it is still exiting (its memory is released
+ * before it becomes a zombie), so not being a member is not enough.
+ */
+static int process_has_ended(int32_t pid) {
+    long fd = open_proc_file(pid, "stat");
+    if (fd < 0) return 1;
+    char stat[512];
+    long got;
+    while ((got = tc_raw_syscall(SYS_read, fd, stat, sizeof stat)) == -EINTR) {}
+    tc_raw_syscall(SYS_close, fd);
+    if (got <= 0) return 1;
+    long close_paren = -1;  /* the command may hold ')': the state follows the last one */
+    for (long i = 0; i < got; i++)
+        if (stat[i] == ')') close_paren = i;
+    if (close_paren < 0 || close_paren + 2 >= got) return 1;
+    char state = stat[close_paren + 2];
+    return state == 'Z' || state == 'X' || state == 'x';
+}
+
+static void pause_5ms(void) {
+    struct timespec pause = {0, 5000000};
+    tc_raw_syscall(SYS_nanosleep, &pause, NULL);
+}
+
+int tc_run_await_end(const int32_t *pids, int count, int rounds) {
+    int left = count;
     for (int round = 0; round < rounds; round++) {
-        left = tc_run_members(token, excluded, pids, 256);
+        left = 0;
+        for (int i = 0; i < count; i++) left += !process_has_ended(pids[i]);
         if (left == 0) return 0;
-        for (int i = 0; i < left && i < 256; i++) tc_raw_syscall(SYS_kill, pids[i], SIGKILL);
-        struct timespec pause = {0, 5000000};  /* the killed ones' environ reads empty once they are gone */
-        tc_raw_syscall(SYS_nanosleep, &pause, NULL);
+        pause_5ms();
     }
     return left;
+}
+
+int tc_run_kill_all(const char *token, int32_t excluded, int rounds) {
+    int32_t pids[256], killed[256];
+    int killed_count = 0;
+    int left = 0, round = 0;
+    for (; round < rounds; round++) {
+        left = tc_run_members(token, excluded, pids, 256);
+        if (left == 0) break;
+        for (int i = 0; i < left && i < 256; i++) {
+            tc_raw_syscall(SYS_kill, pids[i], SIGKILL);
+            int known = 0;
+            for (int k = 0; k < killed_count && !known; k++) known = killed[k] == pids[i];
+            if (!known && killed_count < 256) killed[killed_count++] = pids[i];
+        }
+        pause_5ms();
+    }
+    if (left > 0) return left;
+    return tc_run_await_end(killed, killed_count, rounds - round);
 }
 
 static void guard(long read_end, const char *token) {

@@ -20,10 +20,18 @@ int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capac
 
 /*
  * SIGKILLs every member of the run, again and again until none is left (a
- * member forking meanwhile is found on the next pass) or `rounds` passes
- * went by; returns how many were still found on the last pass.
+ * member forking meanwhile is found on the next pass) and every one killed
+ * has finished dying (see tc_run_await_end), or `rounds` passes of 5 ms
+ * went by; returns how many were still found or dying on the last pass.
  */
 int tc_run_kill_all(const char *token, int32_t excluded, int rounds);
+
+/*
+ * Waits, in passes of 5 ms up to `rounds`, until each of `pids` is gone or
+ * a zombie; returns how many were not yet. A killed process stops being a
+ * member (its environ reads empty) before it has finished exiting.
+ */
+int tc_run_await_end(const int32_t *pids, int count, int rounds);
 
 /*
  * Starts the run's guardian: a child process, outside every signal, that
