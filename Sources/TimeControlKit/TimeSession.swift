@@ -298,7 +298,9 @@ public final class TimeSession: Sendable {
         let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))
         let program = try Spawn.checkControllable(resolved, as: executable)
         let childEnvironment = attachment.environmentEntries(inheriting: entries, sanitizerRuntime: program.sanitizerRuntime)
-        let process = try ControlledProcess(session: self, executable: resolved, command: [executable] + arguments,
+        let started = try attachment.commandLine(for: program, executable: resolved, arguments: [executable] + arguments,
+                                                 as: executable)
+        let process = try ControlledProcess(session: self, executable: started.executable, command: started.arguments,
                                             environment: childEnvironment, workingDirectory: workingDirectory)
         spawnedGroups.withLock { $0.append(process.pid) }
         return process

@@ -863,7 +863,7 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
     return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock) &&
-           out->kind >= TC_WAIT_SLEEP && out->kind <= TC_WAIT_ALARM;
+           out->kind >= TC_WAIT_SLEEP && out->kind <= TC_WAIT_FUTEX;
 }
 
 uint32_t tc_wait_collect(const struct tc_segment *segment, struct tc_wait_slot *out, uint32_t *slots,
