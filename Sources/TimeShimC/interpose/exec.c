@@ -1,9 +1,11 @@
 /*
  * Containment at exec (SPEC §4): an attached process that starts a program
- * the shim cannot control — static, Go, setuid to another user, another
+ * the shim cannot control — setuid to another user, another
  * machine's — gets the exec refused with one line on stderr, instead of a
- * child that silently runs on real time. The kind of program is decided by
- * tc_program_inspect, the same code `timectl run` uses.
+ * child that silently runs on real time. A statically linked program is
+ * started through timectl-static-loader instead (through_loader below).
+ * The kind of program is decided by tc_program_inspect, the same code
+ * `timectl run` uses.
  *
  * The check applies when the new image would be attached (its environment
  * names a segment). TIMECTL_ALLOW_UNCONTROLLED=1 in that environment lets
