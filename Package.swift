@@ -30,7 +30,7 @@ let package = Package(
             path: "Sources/TimeShimC",
             // No unsafeFlags: SwiftPM refuses them in a dependency. scripts/build-shim.sh
             // compiles this part with -Wall -Wextra -Werror too.
-            exclude: ["interpose", "shim-cc-arguments"]
+            exclude: ["interpose", "loader", "shim-cc-arguments", "loader-cc-arguments"]
         ),
         .target(
             name: "TimeControlKit",

@@ -3,7 +3,9 @@
 # but libc, so SwiftPM (which links in the Swift runtime) cannot build it.
 # The compiler's arguments are Sources/TimeShimC/shim-cc-arguments, which
 # TimeControlKit also reads when it builds the shim for a package that
-# depends on it; here warnings are errors besides.
+# depends on it; here warnings are errors besides. Next to it goes
+# timectl-static-loader (Sources/TimeShimC/loader-cc-arguments), through
+# which timectl runs statically linked programs.
 #   scripts/build-shim.sh OUTPUT [EXTRA_CFLAGS...]
 set -euo pipefail
 if [ $# -lt 1 ]; then
@@ -21,6 +23,10 @@ output=$(cd "$(dirname "$output")" && pwd)/$(basename "$output")
 mapfile -t arguments < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/shim-cc-arguments")
 (cd "$src" && shopt -s failglob && "$cc" ${arguments[@]} -Werror "$@" -o "$output.tmp.$$")
 mv -f "$output.tmp.$$" "$output"
+loader=$(dirname "$output")/timectl-static-loader
+mapfile -t loader_arguments < <(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "$src/loader-cc-arguments")
+(cd "$src" && "$cc" ${loader_arguments[@]} -Werror -o "$loader.tmp.$$")
+mv -f "$loader.tmp.$$" "$loader"
 # Anything beyond libc here would load into every controlled program.
 extra=$(readelf -d "$output" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' \
     | grep -Ev '^(libc\.so\.6|ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1)$' || true)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the release build like a Unix tool:
 #   PREFIX/bin/timectl, PREFIX/lib/libTimeShim.so (timectl finds the shim in
-#   ../lib relative to itself), the man page PREFIX/share/man/man1/timectl.1,
+#   ../lib relative to itself) and PREFIX/lib/timectl-static-loader beside it
+#   (it runs statically linked programs attached), the man page PREFIX/share/man/man1/timectl.1,
 #   and completions in PREFIX/share/bash-completion/completions/timectl,
 #   PREFIX/share/zsh/site-functions/_timectl and
 #   PREFIX/share/fish/vendor_completions.d/timectl.fish.
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
 done
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/.build/release
-if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ]; then "$root/scripts/build.sh" -c release; fi
+if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ] || [ ! -x "$bin/timectl-static-loader" ]; then "$root/scripts/build.sh" -c release; fi
 generated=$(mktemp -d)
 trap 'rm -rf "$generated"' EXIT
 "$root/scripts/generate-manual-and-completions.sh" "$generated"
@@ -27,8 +28,9 @@ install -d "$prefix/bin" "$prefix/lib" "$prefix/share/man/man1" "$prefix/share/b
     "$prefix/share/zsh/site-functions" "$prefix/share/fish/vendor_completions.d"
 install -m 0755 "$bin/timectl" "$prefix/bin/timectl"
 install -m 0644 "$bin/libTimeShim.so" "$prefix/lib/libTimeShim.so"
+install -m 0755 "$bin/timectl-static-loader" "$prefix/lib/timectl-static-loader"
 install -m 0644 "$generated/timectl.1" "$prefix/share/man/man1/timectl.1"
 install -m 0644 "$generated/timectl.bash" "$prefix/share/bash-completion/completions/timectl"
 install -m 0644 "$generated/_timectl" "$prefix/share/zsh/site-functions/_timectl"
 install -m 0644 "$generated/timectl.fish" "$prefix/share/fish/vendor_completions.d/timectl.fish"
-echo "installed $prefix/bin/timectl, $prefix/lib/libTimeShim.so, the man page and bash, zsh and fish completions"
+echo "installed $prefix/bin/timectl, $prefix/lib/libTimeShim.so, $prefix/lib/timectl-static-loader, the man page and bash, zsh and fish completions"

@@ -3,6 +3,7 @@
 # release build (scripts/build.sh -c release; built here if missing):
 #   /usr/bin/timectl                          static, finds the shim in ../lib/timectl
 #   /usr/lib/timectl/libTimeShim.so
+#   /usr/lib/timectl/timectl-static-loader     runs statically linked programs attached
 #   /usr/share/man/man1/timectl.1.gz
 #   /usr/share/bash-completion/completions/timectl
 #   /usr/share/zsh/vendor-completions/_timectl
@@ -19,7 +20,7 @@ outdir=$(cd "$1" && pwd)
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin=$root/.build/release
-if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ]; then scripts/build.sh -c release; fi
+if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ] || [ ! -x "$bin/timectl-static-loader" ]; then scripts/build.sh -c release; fi
 for tool in dpkg-deb dpkg objdump strip gzip; do
     command -v "$tool" >/dev/null || { echo "package-deb.sh: $tool is missing (Debian: apt-get install dpkg-dev binutils gzip)" >&2; exit 1; }
 done
@@ -42,7 +43,9 @@ install -d -m 0755 "$package/DEBIAN" "$package/usr/bin" "$package/usr/lib/timect
     "$package/usr/share/doc/timectl" "$package/usr/share/lintian/overrides"
 install -m 0755 "$bin/timectl" "$package/usr/bin/timectl"
 install -m 0644 "$bin/libTimeShim.so" "$package/usr/lib/timectl/libTimeShim.so"
-strip --strip-unneeded --remove-section=.comment --remove-section=.note "$package/usr/bin/timectl" "$package/usr/lib/timectl/libTimeShim.so"
+install -m 0755 "$bin/timectl-static-loader" "$package/usr/lib/timectl/timectl-static-loader"
+strip --strip-unneeded --remove-section=.comment --remove-section=.note "$package/usr/bin/timectl" "$package/usr/lib/timectl/libTimeShim.so" \
+    "$package/usr/lib/timectl/timectl-static-loader"
 gzip -9n < "$generated/timectl.1" > "$package/usr/share/man/man1/timectl.1.gz"
 install -m 0644 "$generated/timectl.bash" "$package/usr/share/bash-completion/completions/timectl"
 install -m 0644 "$generated/_timectl" "$package/usr/share/zsh/vendor-completions/_timectl"
@@ -76,7 +79,7 @@ chmod 0644 "$package/usr/share/doc/timectl/copyright"
 chmod 0644 "$package/usr/share/doc/timectl/changelog.Debian.gz"
 
 # timectl is static; the shim needs libc only, at the newest symbol version it uses.
-glibc=$(objdump -T "$package/usr/lib/timectl/libTimeShim.so" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+glibc=$(objdump -T "$package/usr/lib/timectl/libTimeShim.so" "$package/usr/lib/timectl/timectl-static-loader" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
 cat > "$package/DEBIAN/control" <<CONTROL
 Package: timectl
 Version: $version

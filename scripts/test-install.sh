@@ -13,7 +13,7 @@ prefix=$work/prefix
 "$root/scripts/install.sh" --prefix "$prefix" >/dev/null
 timectl=$prefix/bin/timectl
 
-for file in bin/timectl lib/libTimeShim.so share/man/man1/timectl.1 share/bash-completion/completions/timectl \
+for file in bin/timectl lib/libTimeShim.so lib/timectl-static-loader share/man/man1/timectl.1 share/bash-completion/completions/timectl \
             share/zsh/site-functions/_timectl share/fish/vendor_completions.d/timectl.fish; do
     [ -s "$prefix/$file" ] || fail "$prefix/$file was not installed"
 done

@@ -26,7 +26,7 @@ echo "$info" | grep -q "^ Architecture: $architecture$" || fail "dpkg-deb -I doe
 echo "$info" | grep -q "^ Version: $version$" || fail "dpkg-deb -I does not name version $version: $info"
 
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/timectl ./usr/lib/timectl/libTimeShim.so ./usr/share/man/man1/timectl.1.gz \
+for path in ./usr/bin/timectl ./usr/lib/timectl/libTimeShim.so ./usr/lib/timectl/timectl-static-loader ./usr/share/man/man1/timectl.1.gz \
             ./usr/share/bash-completion/completions/timectl ./usr/share/zsh/vendor-completions/_timectl \
             ./usr/share/fish/vendor_completions.d/timectl.fish ./usr/share/doc/timectl/copyright \
             ./usr/share/doc/timectl/changelog.Debian.gz; do

@@ -15,7 +15,7 @@ public struct AttachedCommand: Sendable {
     public let attachment: Attachment
     /// What happens to processes the command leaves running when it exits by itself.
     public var leftovers: LeftoverProcesses
-    /// Whether programs the shim cannot control (static, Go, setuid) run on
+    /// Whether programs the shim cannot control (setuid, other architectures) run on
     /// real time with a warning, as the command and anywhere in its tree,
     /// instead of being refused (`TIMECTL_ALLOW_UNCONTROLLED=1` in the
     /// environment does the same).
@@ -149,6 +149,7 @@ public struct AttachedCommand: Sendable {
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
         let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
+        let spawned = try attachment.commandLine(for: program, executable: executable, arguments: arguments, as: command)
         var childEnvironment = attachment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
             .filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") } + [TC_RUN_VARIABLE + "=" + run.token]
         if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
@@ -162,7 +163,7 @@ public struct AttachedCommand: Sendable {
 
         try run.startGuardian()
         defer { run.disarmGuardian() }
-        let child = try Spawn.start(executable, arguments: arguments, options: .init(environment: childEnvironment))
+        let child = try Spawn.start(spawned.executable, arguments: spawned.arguments, options: .init(environment: childEnvironment))
         started(child)
         var stopRequests = 0
         var killDeadline: Int64?  // after a stop signal: when what still runs is killed

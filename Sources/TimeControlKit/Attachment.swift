@@ -89,6 +89,25 @@ public struct Attachment: Sendable, Hashable {
         throw .shimNotFound(searched: candidates + ["$TIMECTL_SHIM"])
     }
 
+    /// The loader that runs statically linked programs attached (`timectl-static-loader`):
+    /// beside the shim, wherever the shim was found or built.
+    public var staticLoaderPath: String { Self.parent(of: shimPath) + "/" + Self.staticLoaderName }
+
+    static let staticLoaderName = "timectl-static-loader"
+
+    /// What to start for `program` at `executable` with `arguments` (its argv,
+    /// name first): the program itself, or, for a statically linked one, which
+    /// cannot load the shim, the loader with the program's path before its argv.
+    func commandLine(for program: Program, executable: String, arguments: [String],
+                     as command: String) throws(TimeControlError) -> (executable: String, arguments: [String]) {
+        guard program.runsThroughLoader else { return (executable, arguments) }
+        let loader = staticLoaderPath
+        guard access(loader, X_OK) == 0 else {
+            throw .cannotControl(command: command, reason: "\(executable) is statically linked and runs through \(loader), which is missing (scripts/build.sh builds it beside libTimeShim.so)")
+        }
+        return (loader, [loader, executable] + arguments)
+    }
+
     static func verifyShim(_ path: String) throws(TimeControlError) {
         if path.contains(":") || path.contains(" ") {
             throw .shimUnusable(path: path, problem: "LD_PRELOAD cannot name a path that contains ':' or ' '")

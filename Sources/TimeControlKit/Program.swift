@@ -18,6 +18,7 @@ struct Program {
     init(path: String) {
         var program = tc_program()
         tc_program_inspect(AT_FDCWD, path, &program)
+        self.path = path
         kind = program.kind
         decidedOn = withUnsafeBytes(of: &program.decided_on) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let runtime = withUnsafeBytes(of: &program.sanitizer_runtime) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
@@ -31,6 +32,13 @@ struct Program {
         }
     }
 
+    /// Whether it is statically linked and runs through `timectl-static-loader`
+    /// (docs/go-and-static.md), as the shim starts static programs at exec.
+    var runsThroughLoader: Bool { kind == TC_PROGRAM_STATIC && decidedOn == path && tc_shim_controls_static() != 0 }
+
+    /// The file it was asked about.
+    let path: String
+
     /// Why the shim cannot control it, or nil.
-    var problem: String? { tc_program_problem(kind).map { String(cString: $0) } }
+    var problem: String? { runsThroughLoader ? nil : tc_program_problem(kind).map { String(cString: $0) } }
 }

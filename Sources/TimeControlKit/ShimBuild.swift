@@ -15,7 +15,9 @@ import SystemPackage
 /// checkout of a URL one) — are compiled with the C compiler alone, never
 /// with SwiftPM, which would link the Swift runtime into every controlled
 /// program. The compiler's arguments are `Sources/TimeShimC/shim-cc-arguments`,
-/// the same file `scripts/build-shim.sh` reads.
+/// the same file `scripts/build-shim.sh` reads. Beside it goes
+/// `timectl-static-loader` (`loader-cc-arguments`), which runs statically
+/// linked programs attached.
 ///
 /// The result is cached per user, in `$XDG_CACHE_HOME/timectl` (else
 /// `~/.cache/timectl`), under a name made from the sources, the arguments
@@ -32,6 +34,7 @@ enum ShimBuild {
     }()
 
     static let argumentsFileName = "shim-cc-arguments"
+    static let loaderArgumentsFileName = "loader-cc-arguments"
 
     /// The shim this process built or found in the cache already.
     private static let built = Mutex<String?>(nil)
@@ -55,12 +58,17 @@ enum ShimBuild {
 
     private static func buildIfNeeded(source: String, environment: ProcessEnvironment.Lookup) throws(TimeControlError) -> String {
         let arguments = try compilerArguments(source: source)
+        let loaderArguments = try compilerArguments(source: source, file: loaderArgumentsFileName)
         let compiler = try findCompiler(source: source, environment: environment)
         let key = try cacheKey(source: source, compiler: compiler)
         let cache = try cacheDirectory(environment: environment)
         let directory = cache + "/shim-" + key
         let shim = directory + "/libTimeShim.so"
-        if access(shim, R_OK) == 0, (try? Attachment.verifyShim(shim)) != nil { return shim }
+        let loader = directory + "/" + Attachment.staticLoaderName
+        func complete() -> Bool {
+            access(shim, R_OK) == 0 && (try? Attachment.verifyShim(shim)) != nil && access(loader, X_OK) == 0
+        }
+        if complete() { return shim }
 
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw .system(call: "mkdir", path: directory, errno: Errno(rawValue: errno))
@@ -73,10 +81,18 @@ enum ShimBuild {
             guard errno == EINTR else { throw .system(call: "flock", path: lockPath, errno: Errno(rawValue: errno)) }
         }
         // Another process may have built it while this one waited for the lock.
-        if access(shim, R_OK) == 0, (try? Attachment.verifyShim(shim)) != nil { return shim }
+        if complete() { return shim }
 
         let temporary = shim + ".tmp-\(getpid())"
         let log = directory + "/build.log"
+        // The loader first: the shim's name appearing is what tells other processes the build is done.
+        let temporaryLoader = loader + ".tmp-\(getpid())"
+        try compile(compiler: compiler, arguments: loaderArguments + ["-o", temporaryLoader], in: source, log: log)
+        guard rename(temporaryLoader, loader) == 0 else {
+            let error = errno
+            unlink(temporaryLoader)
+            throw .system(call: "rename", path: loader, errno: Errno(rawValue: error))
+        }
         try compile(compiler: compiler, arguments: arguments + ["-o", temporary], in: source, log: log)
         do throws(TimeControlError) {
             try Attachment.verifyShim(temporary)
@@ -94,8 +110,8 @@ enum ShimBuild {
     }
 
     /// The arguments file's lines, with `DIR/*.c` expanded (sorted) and comments dropped.
-    static func compilerArguments(source: String) throws(TimeControlError) -> [String] {
-        let path = source + "/" + argumentsFileName
+    static func compilerArguments(source: String, file: String = argumentsFileName) throws(TimeControlError) -> [String] {
+        let path = source + "/" + file
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw .shimBuildFailed(source: source, problem: "cannot read \(path)")
         }
@@ -151,7 +167,7 @@ enum ShimBuild {
             hash = hash &* 0x0000_0100_0000_01b3
         }
         let files = filesBelow(source).filter {
-            $0.hasSuffix(".c") || $0.hasSuffix(".h") || $0 == argumentsFileName
+            $0.hasSuffix(".c") || $0.hasSuffix(".h") || $0 == argumentsFileName || $0 == loaderArgumentsFileName
         }.sorted()
         for file in files {
             guard let contents = FileManager.default.contents(atPath: source + "/" + file) else {

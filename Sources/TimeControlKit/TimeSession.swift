@@ -286,7 +286,7 @@ public final class TimeSession: Sendable {
     ///     environment (the attachment variables always win).
     ///   - workingDirectory: where it starts; this process's by default.
     /// - Throws: ``TimeControlError/cannotControl(command:reason:)`` for a
-    ///   program a preload shim cannot control (static, Go, setuid), and
+    ///   program the shim cannot control (setuid, another architecture), and
     ///   ``TimeControlError/commandNotFound(_:)`` when there is no such program.
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
@@ -298,7 +298,9 @@ public final class TimeSession: Sendable {
         let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))
         let program = try Spawn.checkControllable(resolved, as: executable)
         let childEnvironment = attachment.environmentEntries(inheriting: entries, sanitizerRuntime: program.sanitizerRuntime)
-        let process = try ControlledProcess(session: self, executable: resolved, command: [executable] + arguments,
+        let started = try attachment.commandLine(for: program, executable: resolved, arguments: [executable] + arguments,
+                                                 as: executable)
+        let process = try ControlledProcess(session: self, executable: started.executable, command: started.arguments,
                                             environment: childEnvironment, workingDirectory: workingDirectory)
         spawnedGroups.withLock { $0.append(process.pid) }
         return process

@@ -19,7 +19,8 @@ struct Run: ParsableCommand {
             killed, as is everything still running 5 s after the signal or at a second one. If timectl itself \
             is killed (SIGKILL), a guardian process kills the tree. Processes the command \
             leaves running when it exits by itself are reported on stderr and keep \
-            running, or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) and setuid programs cannot be \
+            running, or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) run \
+            through timectl-static-loader, beside the shim. Setuid programs cannot be \
             controlled with LD_PRELOAD and are refused, as the command and wherever \
             the command's processes exec or posix_spawn them (the exec fails with \
             EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
@@ -52,7 +53,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
     var maxSteps: Int?
 
-    @Flag(name: .customLong("allow-uncontrolled"), help: "Run programs the shim cannot control (static, Go, setuid), as the command or anywhere in its tree, on real time with a warning instead of refusing them.")
+    @Flag(name: .customLong("allow-uncontrolled"), help: "Run programs the shim cannot control (setuid, other architectures), as the command or anywhere in its tree, on real time with a warning instead of refusing them.")
     var allowUncontrolled = false
 
     @Flag(name: .customLong("end-leftovers"), help: "End the processes the command leaves running when it exits (SIGTERM, then SIGKILL 2 s later) instead of reporting them.")

@@ -12,7 +12,6 @@
  * redirects their vDSO clock reads and traps their raw timed waits
  * (interpose/vdso_redirect.c, interpose/syscall_trap.c). x86-64 only. A
  * process in which that setup fails refuses itself at start (SPEC §7).
- * Statically linked Go (CGO_ENABLED=0) is not covered: it cannot load the shim.
  */
 static inline int tc_shim_controls_go(void) {
 #if defined(__x86_64__) && defined(__linux__)
@@ -21,5 +20,13 @@ static inline int tc_shim_controls_go(void) {
     return 0;
 #endif
 }
+
+/*
+ * Statically linked programs (CGO_ENABLED=0 Go, static glibc C): they run
+ * through timectl-static-loader, which lives beside libTimeShim.so, maps
+ * the program itself and hands it to the shim (loader/static_loader.c,
+ * interpose/static_program.c). x86-64 only.
+ */
+static inline int tc_shim_controls_static(void) { return tc_shim_controls_go(); }
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * Containment at exec (SPEC §4): an attached process that starts a program
- * the shim cannot control — static, Go, setuid to another user, another
+ * the shim cannot control — setuid to another user, another
  * machine's — gets the exec refused with one line on stderr, instead of a
- * child that silently runs on real time. The kind of program is decided by
- * tc_program_inspect, the same code `timectl run` uses.
+ * child that silently runs on real time. A statically linked program is
+ * started through timectl-static-loader instead (through_loader below).
+ * The kind of program is decided by tc_program_inspect, the same code
+ * `timectl run` uses.
  *
  * The check applies when the new image would be attached (its environment
  * names a segment). TIMECTL_ALLOW_UNCONTROLLED=1 in that environment lets
@@ -26,6 +28,7 @@
 #include "shim.h"
 #include "text.h"
 #include "timectl_program.h"
+#include "timectl_program_support.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -97,17 +100,74 @@ static char *const *preload_runtime_first(const char *runtime, char *const envp[
 }
 
 /*
- * Decides an exec of an attached process: 0 to go ahead with *use as its
- * environment, −1 if it is refused (the line is written).
+ * A statically linked program runs through timectl-static-loader, which
+ * lives next to the libTimeShim.so the new image's LD_PRELOAD names (the
+ * loader loads the shim from there, as any attached program does). Writes
+ * the loader's path into `loader` and its argv — loader, PROGRAM, then the
+ * program's argv — into `loader_argv` (room for argv's entries and 3 more);
+ * returns NULL, or why the loader cannot be used.
  */
-static int prepare_exec(int directory_fd, const char *path, char *const envp[], char **adjusted, char *preload,
-                        size_t preload_capacity, char *const **use) {
+static const char *through_loader(int directory_fd, const char *path, char *const argv[], char *const envp[],
+                                  char *loader, char **loader_argv) {
+    if (!tc_shim_controls_static()) return NULL;  /* the kind's own phrase says it */
+    if (directory_fd != AT_FDCWD || !*path)
+        return "statically linked, and started from a descriptor, which timectl-static-loader cannot open";
+    const char *preload = environment_value(envp, "LD_PRELOAD");
+    const char *shim = NULL;
+    size_t shim_length = 0;
+    for (const char *entry = preload; entry && *entry;) {
+        size_t length = strcspn(entry, ": ");
+        if (length >= 15 && entry[0] == '/' && strncmp(entry + length - 15, "/libTimeShim.so", 15) == 0) {
+            shim = entry;
+            shim_length = length;
+        }
+        entry += length;
+        entry += strspn(entry, ": ");
+    }
+    size_t directory_length = shim ? shim_length - 14 : 0;  /* through the '/' */
+    if (!shim || directory_length + sizeof "timectl-static-loader" > PATH_MAX)
+        return "statically linked, and no libTimeShim.so in its LD_PRELOAD shows where timectl-static-loader is";
+    memcpy(loader, shim, directory_length);
+    memcpy(loader + directory_length, "timectl-static-loader", sizeof "timectl-static-loader");
+    if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, loader, X_OK) != 0)
+        return "statically linked, and timectl-static-loader is missing beside libTimeShim.so";
+    size_t count = 0;
+    loader_argv[0] = loader;
+    loader_argv[1] = (char *)path;
+    for (; argv && argv[count]; count++) loader_argv[count + 2] = argv[count];
+    if (count == 0) loader_argv[2 + count++] = (char *)path;  /* the loader needs an ARGV0 */
+    loader_argv[count + 2] = NULL;
+    return NULL;
+}
+
+/*
+ * Decides an exec of an attached process: 0 to go ahead with *exec_path,
+ * *exec_argv and *use (its environment), −1 if it is refused (the line is
+ * written).
+ */
+static int prepare_exec(int directory_fd, const char *path, char *const argv[], char *const envp[], char **adjusted,
+                        char *preload, size_t preload_capacity, char *loader, char **loader_argv,
+                        const char **exec_path, char *const **exec_argv, char *const **use) {
     *use = envp;
+    *exec_path = path;
+    *exec_argv = argv;
     const char *segment = environment_value(envp, "TIMECTL_SEGMENT");
     if (!segment || !*segment) return 0;
     struct tc_program program;
     tc_program_inspect(directory_fd, path, &program);
     const char *problem = tc_program_problem(program.kind);
+    if (program.kind == TC_PROGRAM_STATIC && strcmp(program.decided_on, path) == 0) {
+        const char *loader_problem = through_loader(directory_fd, path, argv, envp, loader, loader_argv);
+        if (loader_problem) {
+            problem = loader_problem;
+        } else if (tc_shim_controls_static()) {
+            /* The kernel would refuse a program it may not execute: so does this, before the loader runs. */
+            if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, path, X_OK) != 0) return -2;
+            *exec_path = loader;
+            *exec_argv = loader_argv;
+            return 0;
+        }
+    }
     if (!problem) {
         if (program.sanitizer_runtime[0])
             *use = preload_runtime_first(program.sanitizer_runtime, envp, adjusted, preload, preload_capacity);
@@ -132,12 +192,21 @@ static int prepare_exec(int directory_fd, const char *path, char *const envp[], 
     return allowed ? 0 : -1;
 }
 
-/* Declares `use`, the environment an exec of (directory_fd, path) is to get, or runs `on_refusal`. Stack only. */
-#define PREPARE_EXEC(directory_fd, path, envp, use, on_refusal)                                   \
-    char *adjusted_[count_entries(envp) + 2];                                                     \
-    char preload_[4096];                                                                          \
-    char *const *use;                                                                             \
-    if (prepare_exec(directory_fd, path, envp, adjusted_, preload_, sizeof preload_, &use) != 0) \
+/*
+ * Declares `exec_path`, `exec_argv` and `use`: what an exec of (directory_fd,
+ * path) with argv and envp is to run — a static program runs through the
+ * loader — or runs `on_refusal`. Stack only.
+ */
+#define PREPARE_EXEC(directory_fd, path, argv, envp, exec_path, exec_argv, use, on_refusal)                          \
+    char *adjusted_[count_entries(envp) + 2];                                                                        \
+    char preload_[4096];                                                                                             \
+    char loader_[PATH_MAX];                                                                                          \
+    char *loader_argv_[count_entries(argv) + 4];                                                                     \
+    const char *exec_path;                                                                                           \
+    char *const *exec_argv;                                                                                          \
+    char *const *use;                                                                                                \
+    if (prepare_exec(directory_fd, path, argv, envp, adjusted_, preload_, sizeof preload_, loader_, loader_argv_,   \
+                     &exec_path, &exec_argv, &use) != 0)                                                             \
     on_refusal
 
 static int refused(void) {
@@ -146,7 +215,9 @@ static int refused(void) {
 }
 
 long tc_exec_checked(int directory_fd, const char *path, char *const argv[], char *const envp[], int flags) {
-    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, envp, use, return -EACCES);
+    PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, argv, envp, exec_path, exec_argv, use,
+                 return -EACCES);
+    if (exec_argv != argv) return tc_raw_syscall(SYS_execve, exec_path, exec_argv, use);
     if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, path, argv, use);
     return tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags);
 }
@@ -160,7 +231,8 @@ TC_EXPORT int execveat(int directory_fd, const char *path, char *const argv[], c
 }
 
 TC_EXPORT int fexecve(int fd, char *const argv[], char *const envp[]) {
-    PREPARE_EXEC(fd, "", envp, use, return refused());
+    PREPARE_EXEC(fd, "", argv, envp, exec_path, exec_argv, use, return refused());
+    (void)exec_path, (void)exec_argv;  /* a static program from a descriptor is refused, never loaded */
     return (int)tc_shim_errno_result(tc_raw_syscall(SYS_execveat, fd, "", argv, use, AT_EMPTY_PATH));
 }
 
@@ -295,9 +367,9 @@ static spawn_function *real_spawn(const char *name, spawn_function **cache) {
 TC_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                           const posix_spawnattr_t *attributes, char *const argv[], char *const envp[]) {
     static spawn_function *real;
-    PREPARE_EXEC(AT_FDCWD, path, envp, use, return EACCES);
+    PREPARE_EXEC(AT_FDCWD, path, argv, envp, exec_path, exec_argv, use, return EACCES);
     spawn_function *function = real_spawn("posix_spawn", &real);
-    return function ? function(pid, path, actions, attributes, argv, use) : ENOSYS;
+    return function ? function(pid, exec_path, actions, attributes, exec_argv, use) : ENOSYS;
 }
 
 TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
@@ -316,7 +388,12 @@ TC_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_
             }
         }
     }
-    PREPARE_EXEC(AT_FDCWD, program, envp, use, return EACCES);
+    PREPARE_EXEC(AT_FDCWD, program, argv, envp, exec_path, exec_argv, use, return EACCES);
+    if (exec_argv != argv) {  /* through the loader, named by its full path */
+        static spawn_function *real_plain;
+        spawn_function *function = real_spawn("posix_spawn", &real_plain);
+        return function ? function(pid, exec_path, actions, attributes, exec_argv, use) : ENOSYS;
+    }
     spawn_function *function = real_spawn("posix_spawnp", &real);
     return function ? function(pid, file, actions, attributes, argv, use) : ENOSYS;
 }

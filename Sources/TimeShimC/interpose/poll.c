@@ -313,3 +313,24 @@ TC_EXPORT int epoll_pwait2(int, struct epoll_event *, int, const struct timespec
 int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask) {
     return shim_epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask);
 }
+
+/* The same as the shim answers them, for a static program's trapped raw system calls (syscall_trap.c); libc's convention. */
+int tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
+                    const sigset_t *mask) {
+    return shim_epoll_pwait2(epoll_fd, events, capacity, timeout, mask);
+}
+
+int tc_poll(struct pollfd *fds, nfds_t count, int timeout_ms) { return shim_poll(fds, count, timeout_ms); }
+
+int tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
+    return shim_ppoll(fds, count, timeout, mask);
+}
+
+int tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
+    return shim_select(count, read, write, except, timeout);
+}
+
+int tc_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
+               const sigset_t *mask) {
+    return shim_pselect(count, read, write, except, timeout, mask);
+}

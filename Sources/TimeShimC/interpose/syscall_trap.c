@@ -29,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "static_program.h"
 #include "waiter.h"
 
 #include <errno.h>
@@ -40,8 +41,10 @@
 #include <link.h>
 #include <signal.h>
 #include <stddef.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/auxv.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -51,6 +54,13 @@
 
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
 int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask);
+int tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
+                    const sigset_t *mask);
+int tc_poll(struct pollfd *fds, nfds_t count, int timeout_ms);
+int tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask);
+int tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout);
+int tc_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
+               const sigset_t *mask);
 
 /* SECCOMP_RET_DATA of our traps: si_errno tells our SIGSYS from another filter's. */
 #define TRAP_TAG 0x7c1
@@ -59,26 +69,20 @@ int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int t
 #endif
 #define SIGSYS_BIT (1ULL << (SIGSYS - 1))
 
-/* The kernel's struct sigaction for rt_sigaction (a 64-bit mask). */
-struct kernel_sigaction {
-    void *handler;
-    unsigned long flags;
-    void *restorer;
-    uint64_t mask;
-};
-
 /* What the program believes SIGSYS does (it set it with rt_sigaction while we kept ours). */
-static struct kernel_sigaction application_sigsys = {.handler = SIG_DFL};
+static struct tc_kernel_sigaction application_sigsys = {.handler = SIG_DFL};
 /* Whether this process's SIGSYS handler is ours: then the program's SIGSYS is only recorded. */
 static int handling_sigsys;
+/* A static program run by the loader (static_program.c) is trapped here; whether it is a Go program. */
+static int static_program, program_is_go = 1;
 
 int tc_syscall_trap_active(void) { return __atomic_load_n(&handling_sigsys, __ATOMIC_ACQUIRE); }
 
 /* sigaction(SIGSYS) through libc (cgo installs Go's handlers that way): recorded, as the raw call is. */
 void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old) {
-    struct kernel_sigaction previous = application_sigsys;
+    struct tc_kernel_sigaction previous = application_sigsys;
     if (action) {
-        struct kernel_sigaction recorded = {(void *)action->sa_handler, (unsigned long)action->sa_flags,
+        struct tc_kernel_sigaction recorded = {(void *)action->sa_handler, (unsigned long)action->sa_flags,
                                             (void *)action->sa_restorer, 0};
         memcpy(&recorded.mask, &action->sa_mask, sizeof(recorded.mask));
         application_sigsys = recorded;
@@ -106,7 +110,7 @@ void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigact
 #define RUNTIME_BACKOFF_NS (10 * 1000 * 1000LL)
 
 static int is_backoff(const struct timespec *relative) {
-    return relative && relative->tv_sec == 0 && relative->tv_nsec >= 0 && relative->tv_nsec <= RUNTIME_BACKOFF_NS;
+    return program_is_go && relative && relative->tv_sec == 0 && relative->tv_nsec >= 0 && relative->tv_nsec <= RUNTIME_BACKOFF_NS;
 }
 
 static long errno_as_kernel(long libc_result) { return libc_result < 0 ? -errno : libc_result; }
@@ -182,20 +186,74 @@ static long futex_wait(const uint32_t *word, int op, uint32_t expected, const st
     return result;
 }
 
+/* A kernel sigset_t argument (8 bytes) as libc's sigset_t, or NULL. */
+static const sigset_t *libc_mask(long kernel_mask, sigset_t *mask) {
+    if (!kernel_mask) return NULL;
+    sigemptyset(mask);
+    memcpy(mask, (const void *)kernel_mask, 8);
+    return mask;
+}
+
+static long ppoll_call(long fds, long count, long timeout, long kernel_mask, long mask_size) {
+    if (kernel_mask && mask_size != 8) return -EINVAL;
+    sigset_t mask;
+    return errno_as_kernel(tc_ppoll((struct pollfd *)fds, (nfds_t)count, (const struct timespec *)timeout,
+                                    libc_mask(kernel_mask, &mask)));
+}
+
+/* pselect6's sixth argument: {const sigset_t *, size_t}. */
+static long pselect_call(long count, long read, long write, long except, long timeout, long mask_data) {
+    sigset_t mask;
+    long kernel_mask = 0;
+    if (mask_data) {
+        const long *data = (const long *)mask_data;
+        if (data[0] && data[1] != 8) return -EINVAL;
+        kernel_mask = data[0];
+    }
+    return errno_as_kernel(tc_pselect((int)count, (fd_set *)read, (fd_set *)write, (fd_set *)except,
+                                      (const struct timespec *)timeout, libc_mask(kernel_mask, &mask)));
+}
+
+static long epoll_pwait2_call(long epoll_fd, long events, long capacity, long timeout, long kernel_mask,
+                              long mask_size) {
+    if (kernel_mask && mask_size != 8) return -EINVAL;
+    sigset_t mask;
+    return errno_as_kernel(tc_epoll_pwait2((int)epoll_fd, (struct epoll_event *)events, (int)capacity,
+                                           (const struct timespec *)timeout, libc_mask(kernel_mask, &mask)));
+}
+
+/* A static program asking where its executable is (Go's os.Executable) is told its own path, not the loader's. */
+static long readlink_call(long number, long a1, long a2, long a3, long a4) {
+    const char *path = (const char *)(number == SYS_readlink ? a1 : a2);
+    char *buffer = (char *)(number == SYS_readlink ? a2 : a3);
+    long size = number == SYS_readlink ? a3 : a4;
+    const char *executable;
+    if (strcmp(path, "/proc/self/exe") != 0 || !tc_static_program_executable(&executable))
+        return tc_raw_syscall(number, a1, a2, a3, a4);
+    if (size <= 0) return -EINVAL;
+    long length = (long)strlen(executable);
+    if (length > size) length = size;
+    memcpy(buffer, executable, (size_t)length);
+    return length;
+}
+
 static long sigaction_call(long signal, long action, long old_action, long size) {
     if (size != 8) return tc_raw_syscall(SYS_rt_sigaction, signal, action, old_action, size);
     if (signal == SIGSYS) {
-        struct kernel_sigaction previous = application_sigsys;
-        if (action) application_sigsys = *(const struct kernel_sigaction *)action;
-        if (old_action) *(struct kernel_sigaction *)old_action = previous;
+        struct tc_kernel_sigaction previous = application_sigsys;
+        if (action) application_sigsys = *(const struct tc_kernel_sigaction *)action;
+        if (old_action) *(struct tc_kernel_sigaction *)old_action = previous;
         return 0;
     }
-    struct kernel_sigaction without_sigsys;
-    if (action && (((const struct kernel_sigaction *)action)->mask & SIGSYS_BIT)) {
-        without_sigsys = *(const struct kernel_sigaction *)action;
+    struct tc_kernel_sigaction without_sigsys;
+    if (action && (((const struct tc_kernel_sigaction *)action)->mask & SIGSYS_BIT)) {
+        without_sigsys = *(const struct tc_kernel_sigaction *)action;
         without_sigsys.mask &= ~SIGSYS_BIT;
         action = (long)&without_sigsys;
     }
+    if (static_program)
+        return tc_static_sigaction(signal, (const struct tc_kernel_sigaction *)action,
+                                   (struct tc_kernel_sigaction *)old_action);
     return tc_raw_syscall(SYS_rt_sigaction, signal, action, old_action, size);
 }
 
@@ -224,6 +282,19 @@ static long sigprocmask_call(long how, long set, long old_set, long size, uconte
     return 0;
 }
 
+/*
+ * os/exec starts programs with raw execs: checked as libc's are, so an uncontrollable program is refused
+ * rather than started under this filter, which would kill it with SIGSYS at its first wait, and a static
+ * one is started through the loader. Stack and raw system calls only (static_program.c calls it on the
+ * program's own FS).
+ */
+static long exec_call(long number, const greg_t *r) {
+    if (number == SYS_execve)
+        return tc_exec_checked(AT_FDCWD, (const char *)r[REG_RDI], (char *const *)r[REG_RSI], (char *const *)r[REG_RDX], 0);
+    return tc_exec_checked((int)r[REG_RDI], (const char *)r[REG_RSI], (char *const *)r[REG_RDX],
+                           (char *const *)r[REG_R10], (int)r[REG_R8]);
+}
+
 static long emulate(long number, const greg_t *r, ucontext_t *context) {
     long a1 = r[REG_RDI], a2 = r[REG_RSI], a3 = r[REG_RDX], a4 = r[REG_R10], a5 = r[REG_R8], a6 = r[REG_R9];
     switch (number) {
@@ -236,13 +307,18 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
     case SYS_clock_nanosleep: return sleep_call(number, a1, a2, a3, a4);
     case SYS_epoll_wait: return epoll_call(a1, a2, a3, a4, 0, 0);
     case SYS_epoll_pwait: return epoll_call(a1, a2, a3, a4, a5, a6);
+    case SYS_poll: return errno_as_kernel(tc_poll((struct pollfd *)a1, (nfds_t)a2, (int)a3));
+    case SYS_ppoll: return ppoll_call(a1, a2, a3, a4, a5);
+    case SYS_select:
+        return errno_as_kernel(tc_select((int)a1, (fd_set *)a2, (fd_set *)a3, (fd_set *)a4, (struct timeval *)a5));
+    case SYS_pselect6: return pselect_call(a1, a2, a3, a4, a5, a6);
+    case SYS_epoll_pwait2: return epoll_pwait2_call(a1, a2, a3, a4, a5, a6);
+    case SYS_readlink:
+    case SYS_readlinkat: return readlink_call(number, a1, a2, a3, a4);
     case SYS_rt_sigaction: return sigaction_call(a1, a2, a3, a4);
     case SYS_rt_sigprocmask: return sigprocmask_call(a1, a2, a3, a4, context);
-    /* os/exec starts programs with raw execs: checked as libc's are, so an uncontrollable program is
-       refused rather than started under this filter, which would kill it with SIGSYS at its first wait. */
-    case SYS_execve: return tc_exec_checked(AT_FDCWD, (const char *)a1, (char *const *)a2, (char *const *)a3, 0);
-    case SYS_execveat:
-        return tc_exec_checked((int)a1, (const char *)a2, (char *const *)a3, (char *const *)a4, (int)a5);
+    case SYS_execve:
+    case SYS_execveat: return exec_call(number, r);
     default: break;
     }
     return tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6);
@@ -250,10 +326,10 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
 
 /* A SIGSYS that is not one of our traps goes where the program sent SIGSYS. */
 static void forward(int signal, siginfo_t *info, void *context) {
-    struct kernel_sigaction action = application_sigsys;
+    struct tc_kernel_sigaction action = application_sigsys;
     if (action.handler == SIG_IGN) return;
     if (action.handler == SIG_DFL) {
-        struct kernel_sigaction default_action = {.handler = SIG_DFL};
+        struct tc_kernel_sigaction default_action = {.handler = SIG_DFL};
         tc_raw_syscall(SYS_rt_sigaction, SIGSYS, &default_action, NULL, 8);
         tc_raw_syscall(SYS_tgkill, tc_raw_syscall(SYS_getpid, 0), tc_raw_syscall(SYS_gettid, 0), SIGSYS);
         return;
@@ -262,8 +338,15 @@ static void forward(int signal, siginfo_t *info, void *context) {
     else ((void (*)(int))action.handler)(signal);
 }
 
-static void on_sigsys(int signal, siginfo_t *info, void *context) {
-    if (info->si_code != SYS_SECCOMP || info->si_errno != TRAP_TAG) {
+int tc_syscall_trap_is_ours(const siginfo_t *info) { return info->si_code == SYS_SECCOMP && info->si_errno == TRAP_TAG; }
+
+void tc_syscall_trap_exec(const siginfo_t *info, void *context) {
+    greg_t *registers = ((ucontext_t *)context)->uc_mcontext.gregs;
+    registers[REG_RAX] = exec_call(info->si_syscall, registers);
+}
+
+void tc_syscall_trap_handle(int signal, siginfo_t *info, void *context) {
+    if (!tc_syscall_trap_is_ours(info)) {
         forward(signal, info, context);
         return;
     }
@@ -274,10 +357,10 @@ static void on_sigsys(int signal, siginfo_t *info, void *context) {
     errno = saved_errno;
 }
 
-static int install_handler(void) {
+static int install_handler(void (*handler)(int, siginfo_t *, void *)) {
     struct sigaction action;
     memset(&action, 0, sizeof(action));
-    action.sa_sigaction = on_sigsys;
+    action.sa_sigaction = handler;
     /* NODEFER: a wait's own handler may trap again (nested signals during the wait). */
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&action.sa_mask);
@@ -295,7 +378,7 @@ static int install_handler(void) {
 #define IP_HIGH (DATA(instruction_pointer) + 4)
 
 /* A tiny assembler: jumps name labels, resolved into BPF's relative offsets. */
-enum label { NEXT = 0, ALLOW, TRAP, FUTEX, TIMEOUT, EPOLL, SIGMASK, LABELS };
+enum label { NEXT = 0, ALLOW, TRAP, FUTEX, TIMEOUT, EPOLL, SIGMASK, POLL, POINTER2, POINTER3, POINTER4, LABELS };
 
 struct step {
     uint16_t code;
@@ -307,9 +390,16 @@ struct step {
 #define LOAD(offset) {BPF_LD | BPF_W | BPF_ABS, (uint32_t)(offset), NEXT, NEXT, 0}
 #define JUMP_IF(op, value, t, f) {BPF_JMP | op | BPF_K, (uint32_t)(value), t, f, 0}
 
+/* A number no system call has: the static programs' extra checks compare against it in a Go program's filter. */
+#define NO_SYSCALL 0xffffffffu
+
 static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_filter *out, size_t capacity) {
     /* Compared in 32-bit halves: the text must not cross (or end on) a 4 GiB boundary. */
     if ((text_start >> 32) != (text_end >> 32)) return 0;
+    /* A static C program waits through its own libc's raw calls: poll, select and their kin too. */
+    uint32_t only_static[] = {SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_pwait2, SYS_readlink, SYS_readlinkat};
+    if (!static_program)
+        for (size_t i = 0; i < sizeof(only_static) / sizeof(only_static[0]); i++) only_static[i] = NO_SYSCALL;
     const struct step steps[] = {
         LOAD(DATA(arch)),
         JUMP_IF(BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, ALLOW),
@@ -328,6 +418,13 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, SYS_rt_sigaction, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_execve, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_execveat, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[0], POLL, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[1], POINTER2, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[2], POINTER4, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[3], POINTER4, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[4], POINTER3, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[5], TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[6], TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_rt_sigprocmask, SIGMASK, ALLOW),
         /* futex: only waits that have a timeout. */
         {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(1), NEXT, NEXT, FUTEX},
@@ -348,6 +445,23 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         LOAD(ARG_LOW(1)),
         JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
         LOAD(ARG_HIGH(1)),
+        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
+        /* poll: only a timeout > 0, as epoll. */
+        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2), NEXT, NEXT, POLL},
+        JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT),
+        JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP),
+        /* ppoll, select, pselect6, epoll_pwait2: only with a timeout (a pointer; NULL waits with no time). */
+        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2), NEXT, NEXT, POINTER2},
+        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
+        LOAD(ARG_HIGH(2)),
+        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
+        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(3), NEXT, NEXT, POINTER3},
+        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
+        LOAD(ARG_HIGH(3)),
+        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
+        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(4), NEXT, NEXT, POINTER4},
+        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
+        LOAD(ARG_HIGH(4)),
         JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
         {BPF_RET | BPF_K, SECCOMP_RET_ALLOW, NEXT, NEXT, ALLOW},
         {BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_TAG, NEXT, NEXT, TRAP},
@@ -382,13 +496,11 @@ static int executable_text(uintptr_t *start, uintptr_t *end) {
     return *end > *start;
 }
 
-const char *tc_syscall_trap_install(void) {
-    uintptr_t start, end;
-    if (!executable_text(&start, &end)) return "has no executable segment to watch";
-    struct sock_filter instructions[64];
+static const char *install_filter(uintptr_t start, uintptr_t end, void (*handler)(int, siginfo_t *, void *)) {
+    struct sock_filter instructions[96];
     int count = build_filter(start, end, instructions, sizeof(instructions) / sizeof(instructions[0]));
     if (count == 0) return "has its code where the system call filter cannot describe it";
-    if (!install_handler()) return "could not get a SIGSYS handler";
+    if (!install_handler(handler)) return "could not get a SIGSYS handler";
     struct sock_fprog program = {(unsigned short)count, instructions};
     long result = tc_raw_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
     if (result == -EACCES) {
@@ -400,13 +512,30 @@ const char *tc_syscall_trap_install(void) {
     return NULL;
 }
 
+const char *tc_syscall_trap_install(void) {
+    uintptr_t start, end;
+    if (!executable_text(&start, &end)) return "has no executable segment to watch";
+    return install_filter(start, end, tc_syscall_trap_handle);
+}
+
+const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_end, int is_go) {
+    static_program = 1;
+    program_is_go = is_go;
+    return install_filter(text_start, text_end, tc_static_sigsys_entry);
+}
+
 void tc_syscall_trap_adopt(void) {
-    if (tc_raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) == SECCOMP_MODE_FILTER) install_handler();
+    if (tc_raw_syscall(SYS_prctl, PR_GET_SECCOMP, 0, 0, 0, 0) == SECCOMP_MODE_FILTER)
+        install_handler(tc_syscall_trap_handle);
 }
 
 #else
 
 const char *tc_syscall_trap_install(void) { return "is not supported on this architecture (x86-64 only)"; }
+const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_end, int is_go) {
+    (void)text_start, (void)text_end, (void)is_go;
+    return "is not supported on this architecture (x86-64 only)";
+}
 void tc_syscall_trap_adopt(void) {}
 int tc_syscall_trap_active(void) { return 0; }
 void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old) { (void)action; (void)old; }

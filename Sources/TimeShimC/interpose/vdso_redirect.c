@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "../vdso_image.h"
+#include "static_program.h"
 
 #include <fcntl.h>
 #include <stddef.h>
@@ -37,6 +38,9 @@
 int tc_vdso_entry_clock_gettime(clockid_t clock, struct timespec *ts);
 int tc_vdso_entry_gettimeofday(struct timeval *tv, void *tz);
 time_t tc_vdso_entry_time(time_t *out);
+int tc_vdso_static_entry_clock_gettime(clockid_t clock, struct timespec *ts);
+int tc_vdso_static_entry_gettimeofday(struct timeval *tv, void *tz);
+time_t tc_vdso_static_entry_time(time_t *out);
 
 #if defined(__x86_64__)
 
@@ -53,14 +57,12 @@ static int write_process_memory(int mem_fd, uintptr_t address, const void *bytes
     return written == (long)length;
 }
 
-int tc_vdso_redirect(void) {
+static int redirect_to(void *const targets[3]) {
     static const char *const names[][2] = {
         {"__vdso_clock_gettime", "clock_gettime"},
         {"__vdso_gettimeofday", "gettimeofday"},
         {"__vdso_time", "time"},
     };
-    void *const targets[] = {(void *)tc_vdso_entry_clock_gettime, (void *)tc_vdso_entry_gettimeofday,
-                             (void *)tc_vdso_entry_time};
     struct tc_vdso_image image;
     if (!tc_vdso_image_load(&image)) return 0;
     uintptr_t stubs = (image.base + image.file_size + STUB_SIZE - 1) & ~(uintptr_t)(STUB_SIZE - 1);
@@ -90,9 +92,23 @@ int tc_vdso_redirect(void) {
     return done;
 }
 
+int tc_vdso_redirect(void) {
+    void *const targets[] = {(void *)tc_vdso_entry_clock_gettime, (void *)tc_vdso_entry_gettimeofday,
+                             (void *)tc_vdso_entry_time};
+    return redirect_to(targets);
+}
+
+/* A static program's threads have their own FS: its entries use no thread-local state (static_program.c). */
+int tc_vdso_redirect_static(void) {
+    void *const targets[] = {(void *)tc_vdso_static_entry_clock_gettime, (void *)tc_vdso_static_entry_gettimeofday,
+                             (void *)tc_vdso_static_entry_time};
+    return redirect_to(targets);
+}
+
 #else
 
 /* Other architectures: Go's vDSO reads stay real, so Go programs are not controlled there. */
 int tc_vdso_redirect(void) { return 0; }
+int tc_vdso_redirect_static(void) { return 0; }
 
 #endif

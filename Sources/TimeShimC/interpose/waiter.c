@@ -26,6 +26,8 @@ int32_t tc_gettid(void) {
     return cached_tid;
 }
 
+void tc_gettid_adopt(int32_t tid) { cached_tid = tid; }
+
 /* ---- time ---- */
 
 struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock) {

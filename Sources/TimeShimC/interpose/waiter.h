@@ -161,5 +161,7 @@ void tc_signals_after_fork_in_child(void);
 
 /* Thread id, cached per thread. */
 int32_t tc_gettid(void);
+/* The thread id the calling TCB now serves: a static program's trap borrows a TCB of another thread (static_program.c). */
+void tc_gettid_adopt(int32_t tid);
 
 #endif

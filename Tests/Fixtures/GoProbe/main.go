@@ -1,6 +1,8 @@
 // A Go program the tests run under the shim (Tests/TimeControlKitTests/GoProgramTests.swift).
-// Built with cgo, so it is dynamically linked and loads the shim; Go's
-// runtime still reads the vDSO and waits with raw system calls.
+// Built with cgo (cgo.go), so it is dynamically linked and loads the shim;
+// Go's runtime still reads the vDSO and waits with raw system calls. Built
+// with CGO_ENABLED=0 (cgo.go left out), it is static and runs through
+// timectl-static-loader.
 //
 //	goprobe now             prints time.Now() in Unix seconds
 //	goprobe sleep DURATION  prints "start UNIX", sleeps, then "slept SINCE_NS UNIX"
@@ -8,10 +10,8 @@
 //	goprobe churn           10 × Sleep(1s) while goroutines allocate and compute (GC, SIGURG preemption); prints "elapsed_ns N"
 //	goprobe loop N          N time.Now() calls; prints "ns_per_call X" (scripts/bench-go)
 //	goprobe exec PROGRAM…   runs PROGRAM with os/exec and prints its output
+//	goprobe executable      prints os.Executable()
 package main
-
-// #include <stdlib.h>
-import "C"
 
 import (
 	"context"
@@ -97,6 +97,13 @@ func main() {
 		elapsed := realMonotonic() - start
 		_ = sink
 		fmt.Printf("ns_per_call %.2f\n", float64(elapsed)/float64(n))
+	case "executable":
+		path, err := os.Executable()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(path)
 	case "exec":
 		out, err := exec.Command(os.Args[2], os.Args[3:]...).CombinedOutput()
 		fmt.Print(string(out))

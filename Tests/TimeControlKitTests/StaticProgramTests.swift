@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+@testable import TimeControlKit
+
+/// Statically linked C programs on the session's timeline (issue 14 part 2,
+/// docs/go-and-static.md): they cannot load the shim, so `timectl run` and
+/// the shim at exec start them through timectl-static-loader, which maps
+/// them and hands them to the shim. (Static Go programs: GoProgramTests.)
+@Suite("Static programs", .serialized)
+struct StaticProgramTests {
+    static let start: Int64 = 1_451_649_600
+    static let second: Int64 = 1_000_000_000
+
+    enum Linking: String, CaseIterable { case staticExecutable = "-static", staticPIE = "-static-pie" }
+
+    /// The fixture compiled with `build`, after checking that it has no dynamic loader (so the test means what it says).
+    func staticProgram(_ source: String, _ build: Linking = .staticExecutable) throws -> String {
+        let name = source + (build == .staticPIE ? "_static_pie" : "_static")
+        let path = try CFixture.path(name, source: source, flags: [build.rawValue])
+        let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
+        try #require(!header.stdout.contains("INTERP") && header.stdout.contains("LOAD"), "\(path) is not static: \(header.stdout)")
+        return path
+    }
+
+    func frozenSandbox() throws -> Sandbox {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        #expect(try sandbox.timectl("freeze", "@\(Self.start)").status == 0)
+        return sandbox
+    }
+
+    @Test("a static C program reads the frozen clock, as the command and exec'd by a shell, Python's posix_spawn and env's PATH search",
+          arguments: Linking.allCases)
+    func readsFrozenClock(build: Linking) throws {
+        let sandbox = try frozenSandbox()
+        let program = try staticProgram("print_time", build)
+        let directory = Attachment.parent(of: program)
+        let name = String(program.dropFirst(directory.count + 1))
+        let commands: [[String]] = [
+            [program],
+            ["sh", "-c", program],
+            ["python3", "-c", "import os, sys\npid = os.posix_spawn(sys.argv[1], [sys.argv[1]], os.environ)\nos.waitpid(pid, 0)", program],
+            ["env", "PATH=\(directory):/usr/bin:/bin", name],
+        ]
+        for command in commands {
+            let result = try sandbox.timectl(["run", "--"] + command)
+            #expect(result.status == 0, "\(command): \(result)")
+            #expect(result.stdout == "\(Self.start)\n", "\(command): \(result)")
+            #expect(result.stderr.isEmpty, "\(command): \(result)")
+        }
+    }
+
+    @Test("a static C program's timed condition wait is listed by status as a futex wait, and ends at tick --to-next")
+    func conditionWaitUntilTick() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let run = try AttachedRun(sandbox, session: "default", [probe, "cond", "monotonic", "5"])
+        #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
+        let command = String("wait_probe_static".prefix(15))
+        let waits = sandbox.waitForWaits(session) { waits in waits.contains { $0.command == command } }
+        let wait = try #require(waits.first { $0.command == command }, "pending waits: \(waits)")
+        #expect(wait.kind == "futex" && wait.remainingNanoseconds == 5 * Self.second, "\(wait)")
+        usleep(500_000)
+        #expect(run.isRunning, "the wait ended on a frozen session: \(run.output)")
+        let tick = try sandbox.timectl("tick", "--to-next")
+        #expect(tick.status == 0, "\(tick)")
+        #expect(run.exitStatus(guardSeconds: 30) == 0, "\(run.output) \(run.errorOutput)")
+        #expect(run.line(startingWith: "result=", guardSeconds: 1) == "result=ETIMEDOUT flag=0 elapsed=\(5 * Self.second)")
+    }
+
+    @Test("a static C program's sleeps, polls and timed waits run on virtual time under run --auto-advance", arguments: [
+        (["nanosleep-eintr", "30"], "result=0 left=0 elapsed=30000000000"),
+        (["poll", "30"], "result=0 revents=0 elapsed=30000000000"),
+        (["select", "30"], "result=0 set=0 elapsed=30000000000"),
+        (["pselect", "30"], "result=0 set=0 elapsed=30000000000"),
+        (["epoll", "30"], "result=0 elapsed=30000000000"),
+        (["cond", "realtime", "30"], "result=ETIMEDOUT flag=0 elapsed=30000000000"),
+        (["sem", "monotonic", "30"], "result=ETIMEDOUT elapsed=30000000000"),
+        (["mutex", "30"], "result=ETIMEDOUT elapsed=30000000000"),
+        (["abs-wall-sleep", "30"], "result=0 past_deadline=1 elapsed=30000000000"),
+    ])
+    func waitsOnVirtualTime(arguments: [String], expected: String) throws {
+        let sandbox = try frozenSandbox()
+        let probe = try staticProgram("wait_probe")
+        let started = Date()
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe] + arguments, guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.split(separator: "\n").last.map(String.init) == expected, "\(result)")
+        #expect(Date().timeIntervalSince(started) < 25, "30 virtual seconds took most of their real time")
+    }
+
+    @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
+    func descriptorExecRefused() throws {
+        let sandbox = try frozenSandbox()
+        let program = try staticProgram("print_time")
+        let result = try sandbox.timectl("run", "--", "python3", "-c",
+                                         "import os, sys\nfd = os.open(sys.argv[1], os.O_RDONLY)\ntry:\n os.execve(fd, [sys.argv[1]], os.environ)\nexcept PermissionError: print('refused')",
+                                         program)
+        #expect(result.stdout == "refused\n", "\(result)")
+        #expect(result.stderr.contains("refusing to exec (descriptor): statically linked, and started from a descriptor"), "\(result)")
+    }
+}
