@@ -127,6 +127,32 @@ struct GoProgramTests {
         #expect(c.stdout == "\(Self.start)\n", "\(c)")
     }
 
+    /// What Tests/Fixtures/GoTimers's tests wait, each (`go test -v` prints them rounded to 10 ms).
+    static let timerTests: [(name: String, seconds: Int)] = [
+        ("TestAfterFuncOrder", 40), ("TestTickerCountsTicks", 35), ("TestSelectOnTimeAfter", 13),
+        ("TestContextWithTimeout", 40), ("TestSleepsAgreeWithSince", 36), ("TestParallelSleepers", 20), ("TestTimerReset", 9),
+    ]
+
+    @Test("Go's own test of its timers (AfterFunc, tickers, select on time.After, contexts, sleeps) passes under run --auto-advance, every timer exact on the virtual clock",
+          arguments: linkings)
+    func goTestOfTimers(linking: GoFixture.Linking) throws {
+        try Build.requireShim()
+        let binary = try GoFixture.testBinary("GoTimers", linking: linking)
+        let sandbox = try Sandbox()
+        defer { withExtendedLifetime(sandbox) {} }
+        // GOTIMERS_EXACT: every duration the tests measure must be exact to the nanosecond.
+        let result = try sandbox.timectl(["run", "--at", "@\(Self.start)", "--auto-advance", "--", binary, "-test.v"],
+                                         environment: ["GOTIMERS_EXACT": "1"], guardSeconds: 300)
+        #expect(result.status == 0, "\(result)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        for test in Self.timerTests {
+            #expect(lines.contains("--- PASS: \(test.name) (\(test.seconds).00s)"), "\(test.name): \(result)")
+        }
+        #expect(lines.contains("PASS"), "\(result)")
+        let total = Self.timerTests.reduce(0) { $0 + Int64($1.seconds) } * Self.second
+        #expect(lines.last == "elapsed_ns \(total) expected_ns \(total)", "\(result)")
+    }
+
     @Test("os.Executable() in a static Go program names the program, not the loader that runs it")
     func executablePath() throws {
         let (sandbox, _, environment) = try frozenSession("go-exe")

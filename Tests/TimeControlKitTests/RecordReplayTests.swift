@@ -123,6 +123,51 @@ struct RecordReplayTests {
         #expect(line.hasSuffix(": the recording has clock_gettime(CLOCK_REALTIME) next; it asked for clock_gettime(CLOCK_MONOTONIC)"), "\(line)")
     }
 
+    @Test("a static C program (run through the loader) replays its readings and waits, and a longer run reports its divergence")
+    func staticProgram() throws {
+        let sandbox = try sandbox()
+        let trace = sandbox.directory + "/static.trace"
+        let probe = try CFixture.path("clock_series_static", source: "clock_series", flags: ["-static"])
+        let recorded = try record(sandbox, trace, [probe])
+        #expect(recorded.lines.count == 3)
+        let program = try #require(try Trace(contentsOf: trace).processes.first)
+        #expect(program.threads.map(\.number) == [0])
+        #expect(program.threads.first?.events.filter(\.isReading).count == 6, "\(program)")
+        for _ in 0..<3 {
+            let replayed = try sandbox.timectl("replay", trace, "--", probe)
+            #expect(replayed.status == 0, "\(replayed)")
+            #expect(replayed.stdout == recorded.stdout)
+            #expect(replayed.stderr == "", "no divergence: \(replayed.stderr)")
+        }
+        // Three rounds of two readings and a sleep: the fourth round's first reading is call 10.
+        let longer = try sandbox.timectl("replay", trace, "--", probe, "4")
+        #expect(longer.status == 0, "\(longer)")
+        #expect(longer.lines.prefix(3) == recorded.lines.prefix(3), "\(longer)")
+        let line = longer.stderr.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(line.hasSuffix("thread 0, call 10: its recording ends there; it asked for clock_gettime(CLOCK_REALTIME)"), "\(longer.stderr)")
+        let strict = try sandbox.timectl("replay", trace, "--strict", "--", probe, "4")
+        #expect(strict.status == 121, "\(strict)")
+    }
+
+    @Test("a Go program's readings are recorded, dynamic and static (its replay is per OS thread: see docs/go-and-static.md)",
+          arguments: [GoFixture.Linking.dynamic, .static])
+    func goProgramRecorded(linking: GoFixture.Linking) throws {
+        let sandbox = try sandbox()
+        let trace = sandbox.directory + "/go.trace"
+        let probe = try GoFixture.path("GoProbe", linking: linking)
+        let recorded = try record(sandbox, trace, [probe, "sleep", "200ms"])
+        let values = recorded.lines.map { $0.split(separator: " ") }
+        let started = try #require(values.first { $0.first == "start" }.flatMap { Int64($0[1]) }, "\(recorded)")
+        let readings = try Trace(contentsOf: trace).processes.flatMap { $0.threads.flatMap(\.events) }
+        let wallSeconds = readings.compactMap { event -> Int64? in
+            if case .reading(_, let clock, let value) = event, clock == CLOCK_REALTIME { return value / 1_000_000_000 }
+            return nil
+        }
+        // time.Now() read the wall clock through the redirected vDSO, and the recording has what it returned.
+        #expect(wallSeconds.contains(started), "\(wallSeconds) \(recorded)")
+        #expect(readings.contains { if case .waitBegan = $0 { return true } else { return false } }, "the 200 ms sleep is a recorded wait")
+    }
+
     @Test("a truncated, corrupted, other-version or foreign trace is refused with one line, and nothing runs", arguments: [
         "truncated", "corrupted", "version", "foreign", "missing",
     ])

@@ -231,26 +231,39 @@ time_t tc_vdso_entry_time(time_t *out) { return shim_time(out); }
 /*
  * The same for a static program run by the loader (static_program.c): its
  * threads' FS is the program's own, not a TCB of the shim's libc, so these
- * touch no thread-local state — no spin detection (starvation.c), no
- * recording (refused for static programs). The segment is published before
- * the program runs.
+ * touch no thread-local state — no spin detection (starvation.c). The
+ * segment is published before the program runs. Recording and replay keep
+ * a static program's per-thread state in slots keyed by thread id instead
+ * (trace_registry.h), off this path.
  */
-static int virtual_time_without_tls(clockid_t clock, struct timespec *value) {
-    int vclock = tc_vclock_for_clockid(clock);
-    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
-    if (vclock < 0 || !segment) return 0;
+__attribute__((noinline)) static int traced_time_without_tls(int call, clockid_t clock, int vclock, struct timespec *value) {
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_attached_segment, __ATOMIC_ACQUIRE);
+    if (!segment || tc_trace_mode == TC_TRACE_OFF) return 0;
     tc_segment_read_into(segment, vclock, value);
+    if (tc_trace_mode == TC_TRACE_RECORDING) tc_trace_record_reading(call, clock, vclock, value);
+    else tc_trace_replay_reading(call, clock, vclock, segment, value);
     return 1;
 }
 
+__attribute__((always_inline)) static inline int virtual_time_without_tls(int call, clockid_t clock, struct timespec *value) {
+    int vclock = tc_vclock_for_clockid(clock);
+    if (vclock < 0) return 0;
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
+    if (TC_LIKELY(segment != NULL)) {
+        tc_segment_read_into(segment, vclock, value);
+        return 1;
+    }
+    return traced_time_without_tls(call, clock, vclock, value);
+}
+
 int tc_vdso_static_entry_clock_gettime(clockid_t clock, struct timespec *ts) {
-    if (virtual_time_without_tls(clock, ts)) return 0;
+    if (virtual_time_without_tls(TC_CALL_CLOCK_GETTIME, clock, ts)) return 0;
     return tc_real_clock_gettime(clock, ts);
 }
 
 int tc_vdso_static_entry_gettimeofday(struct timeval *tv, void *tz) {
     struct timespec ts;
-    if (!virtual_time_without_tls(CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz);
+    if (!virtual_time_without_tls(TC_CALL_GETTIMEOFDAY, CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz);
     if (tz) __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(NULL, tz);
     if (tv) {
         tv->tv_sec = ts.tv_sec;
@@ -261,7 +274,7 @@ int tc_vdso_static_entry_gettimeofday(struct timeval *tv, void *tz) {
 
 time_t tc_vdso_static_entry_time(time_t *out) {
     struct timespec ts;
-    if (!virtual_time_without_tls(CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
+    if (!virtual_time_without_tls(TC_CALL_TIME, CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
     if (out) *out = ts.tv_sec;
     return ts.tv_sec;
 }

@@ -16,7 +16,9 @@
  * variables, pthread_* calls would all read and write the program's memory.
  * So:
  *  - the vDSO entries for static programs use no thread-local state at all
- *    (clock.c, tc_vdso_static_entry_*: loads and arithmetic);
+ *    (clock.c, tc_vdso_static_entry_*: loads and arithmetic); recording and
+ *    replay keep their per-thread state in slots keyed by thread id
+ *    (trace_registry.h), in the vDSO entries and the trapped calls alike;
  *  - the SIGSYS handler borrows a TCB of the shim's libc for the length of
  *    one trapped call: each belongs to a thread the shim started while the
  *    loader ran ("lenders", which then block for ever with every signal
@@ -256,7 +258,6 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
     struct tc_segment *segment = tc_shim_segment();
     *attached = segment != NULL;
     if (!segment) return NULL;
-    if (tc_trace_mode != TC_TRACE_OFF) return "a statically linked program cannot be recorded or replayed yet";
     size_t length = strlen(program->path);
     if (length >= sizeof program_path) return "its path is too long";
     memcpy(program_path, program->path, length + 1);
@@ -265,6 +266,8 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
     if (start_lenders() == 0) return "the shim could not start its threads";
     /* The helper thread that wakes waits on descriptors after each verb: started now, not at the first such wait. */
     tc_helper_poke();
+    /* From now on the trace's per-thread state is kept by thread id (trace_registry.h); this thread's moves. */
+    tc_trace_static_program_begins();
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
     return tc_syscall_trap_install_static(program->text_start, program->text_end, program->is_go);
 }

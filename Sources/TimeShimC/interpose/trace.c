@@ -46,6 +46,13 @@ void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline)
     else tc_replay_wait_end();
 }
 
+void tc_trace_static_program_begins(void) {
+    if (tc_trace_mode == TC_TRACE_OFF) return;
+    tc_registry_static_program_begins();
+    if (tc_trace_mode == TC_TRACE_RECORDING) tc_recording_static_program_begins();
+    else tc_replay_static_program_begins();
+}
+
 void tc_trace_before_fork(void) {
     if (tc_trace_mode == TC_TRACE_OFF) return;
     tc_registry_before_fork();

@@ -62,6 +62,9 @@ void tc_trace_wait_end(struct tc_segment *segment, int vclock, int64_t deadline)
  */
 int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
 
+/* A static program takes the process over (static_program.c): per-thread state moves to slots (trace_registry.h). */
+void tc_trace_static_program_begins(void);
+
 void tc_trace_before_fork(void);
 void tc_trace_after_fork_in_parent(void);
 void tc_trace_after_fork_in_child(void);

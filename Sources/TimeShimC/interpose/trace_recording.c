@@ -44,6 +44,15 @@ struct recording_thread {
 
 /* All zero when a thread starts: no chunk yet. */
 static TC_TLS struct recording_thread recording_thread;
+/* The same for a static program's threads, by slot (trace_registry.h). */
+static struct recording_thread slot_recording[TC_STATIC_TRACE_THREADS];
+
+/* The calling thread's state, or NULL when it has none (its events are then lost). */
+static inline struct recording_thread *own_recording_state(void) {
+    if (__builtin_expect(!tc_trace_threads_in_slots(), 1)) return &recording_thread;
+    int slot = tc_trace_thread_slot();
+    return slot >= 0 ? &slot_recording[slot] : NULL;
+}
 
 /* Makes room for `length` bytes at `offset`; never makes the file shorter (another thread may have grown it further). */
 static int grow_raw_file(long fd, uint64_t offset, uint64_t length) {
@@ -121,8 +130,8 @@ static int new_chunk(struct recording_thread *state) {
 }
 
 __attribute__((always_inline)) static inline void record_event(uint32_t type, uint32_t detail, int32_t clock, int vclock, int64_t value) {
-    struct recording_thread *state = &recording_thread;
-    if (__builtin_expect(state->recording, 0)) goto lost;
+    struct recording_thread *state = own_recording_state();
+    if (__builtin_expect(!state || state->recording, 0)) goto lost;
     state->recording = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     if (__builtin_expect(state->end - state->next < (long)TC_MAX_EVENT_SIZE, 0) && new_chunk(state) != 0) {
@@ -154,6 +163,11 @@ void tc_recording_wait_begin(int kind, int vclock, int64_t deadline) {
 void tc_recording_wait_end(struct tc_segment *segment, int vclock, int64_t deadline) {
     int64_t now = tc_segment_read(segment, vclock);
     record_event(TC_EVENT_WAIT_END, now >= deadline ? TC_WAIT_REACHED_DEADLINE : TC_WAIT_ENDED_EARLY, vclock, vclock, now);
+}
+
+void tc_recording_static_program_begins(void) {
+    int slot = tc_trace_thread_slot();
+    if (slot >= 0) slot_recording[slot] = recording_thread;
 }
 
 void tc_recording_before_fork(void) {

@@ -18,6 +18,8 @@ const char *tc_recording_open(const char *directory);
 void tc_recording_wait_begin(int kind, int vclock, int64_t deadline);
 void tc_recording_wait_end(struct tc_segment *segment, int vclock, int64_t deadline);
 
+/* The main thread's state moves to its slot: a static program takes the process over (trace_registry.h). */
+void tc_recording_static_program_begins(void);
 void tc_recording_before_fork(void);
 void tc_recording_after_fork_in_parent(void);
 /* After tc_registry_after_fork_in_child: the child's own raw file. */

@@ -18,6 +18,7 @@
 #include "trace_registry.h"
 #include "real.h"
 #include "shim.h"
+#include "static_program.h"
 #include "text.h"
 #include "trace.h"
 #include "waiter.h"
@@ -161,18 +162,59 @@ int tc_registry_join(void) {
 
 /* ---- threads ---- */
 
-static TC_TLS struct {
+struct thread_number {
     int numbered;
     uint32_t number;
-} thread_number;
+};
+
+static TC_TLS struct thread_number thread_number;
+
+/* A static program's threads (trace_registry.h): slot i belongs to the thread whose id is slot_tids[i]. */
+static int32_t slot_tids[TC_STATIC_TRACE_THREADS];
+static struct thread_number slot_numbers[TC_STATIC_TRACE_THREADS];
+
+int tc_trace_threads_in_slots(void) { return tc_static_program_active(); }
+
+int tc_trace_thread_slot(void) {
+    int32_t tid = (int32_t)tc_raw_syscall(SYS_gettid, 0);
+    uint32_t first = (uint32_t)tid % TC_STATIC_TRACE_THREADS;
+    for (uint32_t n = 0; n < TC_STATIC_TRACE_THREADS; n++) {
+        uint32_t i = (first + n) % TC_STATIC_TRACE_THREADS;
+        int32_t owner = __atomic_load_n(&slot_tids[i], __ATOMIC_ACQUIRE);
+        if (owner == tid) return (int)i;
+        if (owner != 0) continue;
+        /* A new thread. In a fork child that did not exec (the program forked by itself) the recording state
+           is the parent's: its events are lost rather than written into the parent's chunks. */
+        if ((int32_t)tc_raw_syscall(SYS_getpid, 0) != tc_shim_pid()) return -1;
+        int32_t expected = 0;
+        if (__atomic_compare_exchange_n(&slot_tids[i], &expected, tid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return (int)i;
+        if (expected == tid) return (int)i;
+    }
+    return -1;
+}
+
+static struct thread_number *own_thread_number(void) {
+    if (!tc_trace_threads_in_slots()) return &thread_number;
+    int slot = tc_trace_thread_slot();
+    return slot >= 0 ? &slot_numbers[slot] : NULL;
+}
+
+void tc_registry_static_program_begins(void) {
+    int slot = tc_trace_thread_slot();
+    if (slot >= 0) slot_numbers[slot] = thread_number;
+}
 
 uint32_t tc_trace_thread_number(void) {
-    if (__builtin_expect(!thread_number.numbered, 0)) {
-        thread_number.number =
-            tc_gettid() == tc_shim_pid() ? 0 : __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL);
-        thread_number.numbered = 1;
+    struct thread_number *own = own_thread_number();
+    if (!own) return UINT32_MAX;  /* no slot: its events are lost anyway */
+    if (__builtin_expect(!own->numbered, 0)) {
+        own->number = (int32_t)tc_raw_syscall(SYS_gettid, 0) == tc_shim_pid()
+                          ? 0
+                          : __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL);
+        own->numbered = 1;
     }
-    return thread_number.number;
+    return own->number;
 }
 
 struct thread_start {

@@ -36,6 +36,27 @@ void tc_registry_after_fork_in_child(void);
 uint32_t tc_trace_thread_number(void);
 
 /*
+ * A statically linked program's threads (static_program.c) run on the
+ * program's FS, not a TCB of the shim's libc, so the shim's __thread
+ * variables are not theirs: their clock reads reach the shim through the
+ * redirected vDSO with no TLS, their trapped calls on a borrowed TCB.
+ * There, each per-thread part of the trace keeps its state in a slot of a
+ * fixed table instead, one per thread, keyed by the thread's id and claimed
+ * lock-free at its first event. Their threads are numbered in the order of
+ * their first event (the shim does not see their creation): the main
+ * thread is 0. A thread that finds no slot (the table is full, or it is in
+ * a fork child that did not exec, where the parent's recording state is
+ * not its own) gets −1, and its events are lost (counted).
+ */
+#define TC_STATIC_TRACE_THREADS 512
+/* Whether per-thread trace state is kept in slots: a static program has taken over the process. */
+int tc_trace_threads_in_slots(void);
+/* The calling thread's slot, or −1. Async-signal-safe, allocation-free: raw system calls and atomics. */
+int tc_trace_thread_slot(void);
+/* The calling (main) thread's number moves to its slot. */
+void tc_registry_static_program_begins(void);
+
+/*
  * Maps the regular file at `path`, owned by this user, whole (shared and
  * writable, or private and read-only); NULL if it cannot be, or is shorter
  * than `minimum` bytes. Raw system calls only: no errno, no interposed entry points.

@@ -55,6 +55,8 @@ struct replay_thread {
 };
 
 static TC_TLS struct replay_thread replay_thread;
+/* The same for a static program's threads, by slot (trace_registry.h). */
+static struct replay_thread slot_replay[TC_STATIC_TRACE_THREADS];
 
 static void forget_replayed_values(void) {
     for (int c = 0; c < TC_VCLOCKS; c++) __atomic_store_n(&process_last[c], NO_VALUE, __ATOMIC_RELAXED);
@@ -147,8 +149,14 @@ static void find_stream(struct replay_thread *state) {
     }
 }
 
+/* The calling thread's state; NULL for a static program's thread that has no slot. */
 static struct replay_thread *current_thread(void) {
     struct replay_thread *state = &replay_thread;
+    if (__builtin_expect(tc_trace_threads_in_slots(), 0)) {
+        int slot = tc_trace_thread_slot();
+        if (slot < 0) return NULL;  /* no state: it reads the session (trace_registry.h) */
+        state = &slot_replay[slot];
+    }
     if (__builtin_expect(state->ready, 1)) return state;
     state->calls = 0;
     state->diverged = 0;
@@ -282,6 +290,7 @@ const char *tc_replay_open(const char *trace_path, const char *directory) {
 
 void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_segment *segment, struct timespec *value) {
     struct replay_thread *state = current_thread();
+    if (!state) return;  /* the session's reading stands */
     state->calls++;
     if (!state->diverged) {
         struct tc_event event;
@@ -298,6 +307,7 @@ void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_se
 
 void tc_trace_replay_wall_set(int call, struct tc_segment *segment) {
     struct replay_thread *state = current_thread();
+    if (!state) return;
     state->calls++;
     if (state->diverged) return;
     struct tc_event event;
@@ -309,6 +319,7 @@ void tc_trace_replay_wall_set(int call, struct tc_segment *segment) {
 
 void tc_replay_wait_begin(int kind, int vclock) {
     struct replay_thread *state = current_thread();
+    if (!state) return;
     state->calls++;
     if (state->diverged) return;
     struct tc_event event;
@@ -319,7 +330,7 @@ void tc_replay_wait_begin(int kind, int vclock) {
 void tc_replay_wait_end(void) {
     /* The recorded end is passed over: the wait ended as it does now. */
     struct replay_thread *state = current_thread();
-    if (state->diverged || !state->has_stream) return;
+    if (!state || state->diverged || !state->has_stream) return;
     struct tc_decoder before = state->decoder;
     struct tc_event event;
     if (tc_decode_event(&state->decoder, &event) != 1 || event.type != TC_EVENT_WAIT_END) state->decoder = before;
@@ -328,6 +339,7 @@ void tc_replay_wait_end(void) {
 int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_t absolute) {
     if (tc_trace_mode != TC_TRACE_REPLAYING) return absolute;
     struct replay_thread *state = current_thread();
+    if (!state) return absolute;
     int64_t session_now = tc_segment_read(segment, vclock);
     int64_t replayed_now = state->diverged ? diverged_value(state, segment, vclock)
                                            : __atomic_load_n(&process_last[vclock], __ATOMIC_RELAXED);
@@ -336,6 +348,11 @@ int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_
     if (__builtin_sub_overflow(absolute, replayed_now, &distance)) distance = absolute > replayed_now ? INT64_MAX : INT64_MIN;
     if (distance <= 0) return session_now;
     return session_now > INT64_MAX - distance ? INT64_MAX : session_now + distance;
+}
+
+void tc_replay_static_program_begins(void) {
+    int slot = tc_trace_thread_slot();
+    if (slot >= 0) slot_replay[slot] = replay_thread;
 }
 
 void tc_replay_after_fork_in_child(void) {

@@ -23,6 +23,8 @@ void tc_replay_wait_begin(int kind, int vclock);
 void tc_replay_wait_end(void);
 
 /* After tc_registry_after_fork_in_child: the child is paired with its own recorded image. */
+/* The main thread's state moves to its slot: a static program takes the process over (trace_registry.h). */
+void tc_replay_static_program_begins(void);
 void tc_replay_after_fork_in_child(void);
 
 #endif

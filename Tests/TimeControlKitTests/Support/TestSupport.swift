@@ -413,9 +413,18 @@ enum GoFixture {
 
     /// The path of the built program from Tests/Fixtures/NAME.go or Tests/Fixtures/NAME.
     static func path(_ name: String, linking: Linking = .dynamic) throws -> String {
+        try build(name, linking: linking, command: ["build"], suffix: "")
+    }
+
+    /// The path of the test binary (`go test -c`) of the module Tests/Fixtures/NAME.
+    static func testBinary(_ name: String, linking: Linking = .dynamic) throws -> String {
+        try build(name, linking: linking, command: ["test", "-c"], suffix: ".test")
+    }
+
+    private static func build(_ name: String, linking: Linking, command: [String], suffix: String) throws -> String {
         lock.lock()
         defer { lock.unlock() }
-        let key = name + "-" + linking.rawValue
+        let key = name + "-" + linking.rawValue + suffix
         if let path = built[key] { return path }
         let go = ["/usr/bin/go", "/usr/local/go/bin/go"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let goPath = try #require(go, "the Go toolchain is missing: install golang-go (.ci/run does)")
@@ -431,13 +440,13 @@ enum GoFixture {
         environment[isModule ? "GOFLAGS" : "GO111MODULE"] = isModule ? "-mod=mod" : "off"
         environment["CGO_ENABLED"] = linking == .dynamic ? "1" : "0"
         let flags = linking == .dynamic ? ["-ldflags=-linkmode=external"] : []
-        let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && go=$1 && shift && exec \"$go\" build \"$@\"", isModule ? source : Build.packageRoot + "/Tests/Fixtures",
-                                                goPath] + flags + ["-o", output, isModule ? "." : name + ".go"],
+        let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && go=$1 && shift && exec \"$go\" \"$@\"", isModule ? source : Build.packageRoot + "/Tests/Fixtures",
+                                                goPath] + command + flags + ["-o", output, isModule ? "." : name + ".go"],
                                     environment: environment, guardSeconds: 600)
         // Only the program is kept (as for the C fixtures); Go's caches go.
         try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-cache")
         try? FileManager.default.removeItem(atPath: CFixture.directory + "/go-path")
-        try #require(result.status == 0, "go build \(name) (\(linking)): \(result)")
+        try #require(result.status == 0, "go \(command.joined(separator: " ")) \(name) (\(linking)): \(result)")
         built[key] = output
         return output
     }

@@ -1,0 +1,3 @@
+module timectl.test/gotimers
+
+go 1.19
