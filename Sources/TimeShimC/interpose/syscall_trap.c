@@ -336,6 +336,17 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
     case SYS_settimeofday:
     case SYS_adjtimex:
     case SYS_clock_adjtime: return settime_call(number, a1, a2);
+    case SYS_timerfd_create:
+    case SYS_timerfd_settime:
+    case SYS_timerfd_gettime:
+    case SYS_timer_create:
+    case SYS_timer_settime:
+    case SYS_timer_gettime:
+    case SYS_timer_getoverrun:
+    case SYS_timer_delete:
+    case SYS_alarm:
+    case SYS_setitimer:
+    case SYS_getitimer: return tc_timers_syscall(number, a1, a2, a3, a4);
     default: break;
     }
     return tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6);
@@ -440,6 +451,18 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, SYS_settimeofday, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_adjtimex, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_clock_adjtime, TRAP, NEXT),
+        /* Timers that are not waits: run on the session's timeline by timers.c. */
+        JUMP_IF(BPF_JEQ, SYS_timerfd_create, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timerfd_settime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timerfd_gettime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_create, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_settime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_gettime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_getoverrun, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_delete, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_alarm, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_setitimer, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_getitimer, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[0], POLL, NEXT),
         JUMP_IF(BPF_JEQ, only_static[1], POINTER2, NEXT),
         JUMP_IF(BPF_JEQ, only_static[2], POINTER4, NEXT),
