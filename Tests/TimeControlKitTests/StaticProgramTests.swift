@@ -145,6 +145,19 @@ struct StaticProgramTests {
         #expect(Date().timeIntervalSince(started) < 25, "30 virtual seconds took most of their real time")
     }
 
+    @Test("a static C program's periodic POSIX timer, its signal blocked for 2 s, is delivered once with the 3 missed expirations as its overrun",
+          arguments: ["usr1", "rt"])
+    func timerOverrun(signal: String) throws {
+        let sandbox = try frozenSandbox()
+        let probe = try CFixture.path("timer_overrun_static", source: "timer_overrun", flags: ["-static"])
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe, signal], guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let values = keyedValues(result.stdout)
+        #expect(values["unblocked_at"] == "\(2 * Self.second)", "\(result)")
+        #expect(values["delivered_while_blocked"] == "0" && values["deliveries"] == "1", "\(result)")
+        #expect(values["si_overrun"] == "3" && values["timer_getoverrun"] == "3", "\(result)")
+    }
+
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
     func descriptorExecRefused() throws {
         let sandbox = try frozenSandbox()
