@@ -29,13 +29,19 @@
 #include <time.h>
 #include <unistd.h>
 
-/* stime is only a compat symbol since glibc 2.31: bind to it as an older program does. */
-#if defined(__x86_64__)
+/* stime is only a compat symbol since glibc 2.31: bind to it as an older program does. A static build
+   (-DSET_CLOCK_STATIC: a static libc has no compat symbols) has no stime method; its other methods are
+   the program's own raw system calls. */
+#if defined(SET_CLOCK_STATIC)
+#define stime(when) ((void)(when), errno = ENOSYS, -1)
+#elif defined(__x86_64__)
 __asm__(".symver stime,stime@GLIBC_2.2.5");
 #elif defined(__aarch64__)
 __asm__(".symver stime,stime@GLIBC_2.17");
 #endif
+#if !defined(SET_CLOCK_STATIC)
 extern int stime(const time_t *when);
+#endif
 
 static long long now_ns(clockid_t clock) {
     struct timespec ts;

@@ -269,6 +269,33 @@ static int posix_timer(int64_t seconds) {
     return 0;
 }
 
+/* SIGEV_THREAD: libc runs the function on a thread of its own (glibc: a helper thread that waits for the
+   kernel timer's signal, then starts one). */
+static sem_t notified;
+static volatile int notified_value;
+
+static void on_timer_thread(union sigval value) {
+    notified_value = value.sival_int;
+    sem_post(&notified);
+}
+
+static int thread_timer(int64_t seconds) {
+    sem_init(&notified, 0, 0);
+    struct sigevent event = {0};
+    event.sigev_notify = SIGEV_THREAD;
+    event.sigev_notify_function = on_timer_thread;
+    event.sigev_value.sival_int = 7;
+    timer_t timer;
+    if (timer_create(CLOCK_MONOTONIC, &event, &timer) != 0) return 2;
+    struct itimerspec setting = {{0, 0}, {seconds, 0}};
+    timer_settime(timer, 0, &setting, NULL);
+    ready();
+    while (sem_wait(&notified) != 0) {}
+    printf("notified=1 value=%d elapsed=%lld\n", notified_value, (long long)elapsed());
+    timer_delete(timer);
+    return 0;
+}
+
 /* ---- sleeps ---- */
 
 static void on_usr1(int signal) { (void)signal; }
@@ -361,6 +388,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "timerfd-periodic") == 0 && argc == 4) return timerfd_periodic(atoll(argv[2]), n);
     if ((strcmp(kind, "alarm") == 0 || strcmp(kind, "setitimer") == 0) && argc == 3) return interval_timer(kind, n);
     if (strcmp(kind, "timer-signal") == 0 && argc == 3) return posix_timer(n);
+    if (strcmp(kind, "timer-thread") == 0 && argc == 3) return thread_timer(n);
     if (strcmp(kind, "nanosleep-eintr") == 0 && argc == 3) return interrupted_sleep(n);
     if (strcmp(kind, "abs-wall-sleep") == 0 && argc == 3) return absolute_wall_sleep(n);
     if (strcmp(kind, "rel-wall-sleep-ms") == 0 && argc == 3) return relative_wall_sleep(n);

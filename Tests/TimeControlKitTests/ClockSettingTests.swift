@@ -211,6 +211,80 @@ struct ClockSettingTests {
         }
     }
 
+    // Programs that make the system calls themselves — a static C program's libc, Go's syscall package — have
+    // them trapped (docs/go-and-static.md) and answered by the same rules. A year ahead of the frozen session.
+    static let yearAhead = "1531536000.25"
+
+    func staticSetClock() throws -> String {
+        let path = try CFixture.path("set_clock_static", source: "set_clock", flags: ["-static", "-DSET_CLOCK_STATIC"])
+        let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
+        try #require(!header.stdout.contains("INTERP"), "\(path) is not static: \(header.stdout)")
+        return path
+    }
+
+    @Test("a static C program's raw system calls set the session's wall clock, never the host's", arguments: [
+        ("clock_settime", yearAhead), ("settimeofday", yearAhead), ("adjtimex", yearAhead), ("ntp_adjtime", yearAhead),
+        ("clock_adjtime", yearAhead), ("syscall_clock_settime", yearAhead), ("syscall_settimeofday", yearAhead),
+        ("syscall_adjtimex", yearAhead), ("syscall_clock_adjtime", yearAhead),
+        // glibc's own adjtime refuses a delta over 2145 s before any system call.
+        ("adjtime", "1500000100.25"),
+    ])
+    func staticProgramSetsTheSession(method: String, target: String) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try staticSetClock()
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            let set = try sandbox.runAttached(session: "s", [setClock, method, target])
+            #expect(set.lines.contains("ok"), "\(method): \(set)")
+            let monotonic = try #require(keyedValues(set.stdout)["monotonic"]).split(separator: " ")
+            #expect(monotonic.count == 2 && monotonic[0] == monotonic[1], "\(method) moved the monotonic clock: \(set.stdout)")
+            if method == "adjtime" { #expect(keyedValues(set.stdout)["outstanding"] == "0.000000", "no slew is left outstanding") }
+            #expect(try wallClock(sandbox, "s") == target + "0000000\n", "\(method)")
+        }
+    }
+
+    @Test("a static C program: monotonic clocks EINVAL, NTP state and time zone EPERM, read-only adjtimex reads the session")
+    func staticProgramRefusalsAndRead() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try staticSetClock()
+        try frozenSession(sandbox, "s")
+        try guardingHostClock { () throws in
+            for (method, answer) in [("monotonic", "error EINVAL"), ("frequency", "error EPERM"), ("nano", "error EPERM"),
+                                     ("timezone", "error EPERM")] {
+                let refused = try sandbox.runAttached(session: "s", [setClock, method, Self.yearAhead])
+                #expect(refused.lines.first == answer, "\(method): \(refused)")
+            }
+            let read = try sandbox.runAttached(session: "s", [setClock, "read", "0"])
+            #expect(keyedValues(read.stdout)["read"]?.split(separator: " ").last == "1500000000", "\(read)")
+            #expect(try wallClock(sandbox, "s") == "1500000000.000000000\n")
+        }
+    }
+
+    @Test("a Go program's raw system calls (syscall.Settimeofday, clock_settime, adjtimex, clock_adjtime) set the session, never the host",
+          arguments: [GoFixture.Linking.dynamic, .static])
+    func goProgramSetsTheSession(linking: GoFixture.Linking) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let setClock = try GoFixture.path("go_set_clock", linking: linking)
+        try guardingHostClock { () throws in
+            for method in ["settimeofday", "clock_settime", "adjtimex", "clock_adjtime"] {
+                try frozenSession(sandbox, "s")
+                let set = try sandbox.runAttached(session: "s", [setClock, method, Self.yearAhead])
+                #expect(set.lines.first == "ok", "\(method): \(set)")
+                #expect(keyedValues(set.stdout)["now"] == "1531536000250000000", "time.Now() after \(method): \(set)")
+                #expect(try wallClock(sandbox, "s") == "1531536000.250000000\n", "\(method)")
+            }
+            try frozenSession(sandbox, "s")
+            let read = try sandbox.runAttached(session: "s", [setClock, "read", "0"])
+            #expect(keyedValues(read.stdout)["read"]?.split(separator: " ").last == "1500000000", "\(read)")
+            let nano = try sandbox.runAttached(session: "s", [setClock, "nano", "0"])
+            #expect(nano.lines.first == "error EPERM", "the kernel's NTP state is not the program's to change: \(nano)")
+            #expect(try wallClock(sandbox, "s") == "1500000000.000000000\n")
+        }
+    }
+
     @Test("CPython's test_time passes with the clock a year ahead (its test_clock_settime sets CLOCK_REALTIME)")
     func cpythonTestTime() throws {
         try Build.requireShim()

@@ -90,6 +90,74 @@ struct StaticProgramTests {
         #expect(Date().timeIntervalSince(started) < 25, "30 virtual seconds took most of their real time")
     }
 
+    // Timers that are not waits — alarm, setitimer, POSIX timers (a signal, or glibc's SIGEV_THREAD helper
+    // thread) and timerfds — are raw system calls in a static program, trapped and run by the shim's timers.
+    static let timers: [(mode: String, kind: String, outcome: String)] = [
+        ("alarm", "alarm", "signal=SIGALRM initially_left=SECONDS"),
+        ("setitimer", "alarm", "signal=SIGALRM initially_left=SECONDS"),
+        ("timer-signal", "timer", "signal=SIGUSR2 code=SI_TIMER value=42"),
+        ("timer-thread", "timer", "notified=1 value=7"),
+        ("timerfd-periodic", "timerfd", "expirations=1"),
+    ]
+
+    /// wait_probe's arguments for a timer of `seconds`, and the line it prints when the timer fires then.
+    func timerProbe(_ mode: String, _ outcome: String, seconds: Int64) -> (arguments: [String], line: String) {
+        // timerfd-periodic INTERVAL_MS EXPIRATIONS_WANTED
+        let arguments = mode == "timerfd-periodic" ? [mode, "\(seconds * 1000)", "1"] : [mode, "\(seconds)"]
+        return (arguments, outcome.replacingOccurrences(of: "SECONDS", with: "\(seconds)") + " elapsed=\(seconds * Self.second)")
+    }
+
+    @Test("a static C program's alarm, setitimer, POSIX timers and timerfd fire on a frozen session only at the tick that reaches them",
+          arguments: timers)
+    func timerFiresAtTick(mode: String, kind: String, outcome: String) throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let (arguments, line) = timerProbe(mode, outcome, seconds: 5)
+        let run = try AttachedRun(sandbox, session: "default", [probe] + arguments)
+        // Armed before "ready" (the probe measures from there), so no tick may come before it.
+        #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
+        let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == kind } }
+        #expect(waits.filter { $0.kind == kind }.map(\.remainingNanoseconds) == [5 * Self.second], "\(waits)")
+        usleep(500_000)
+        #expect(run.isRunning, "fired on a frozen session: \(run.output)")
+        #expect(try sandbox.timectl("tick", "4").status == 0)
+        usleep(300_000)
+        #expect(run.isRunning, "fired before its deadline: \(run.output)")
+        let left = session.pendingWaits().filter { $0.kind == kind }.map(\.remainingNanoseconds)
+        #expect(left == [Self.second], "\(session.pendingWaits())")
+        #expect(try sandbox.timectl("tick", "1").status == 0)
+        let prefix = String(outcome.prefix { $0 != "=" }) + "="
+        #expect(run.line(startingWith: prefix) == line, "\(run.output) \(run.errorOutput)")
+        #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+    }
+
+    @Test("under run --auto-advance a static C program's timers fire at exactly their virtual time", arguments: timers)
+    func timerUnderAutoAdvance(mode: String, kind: String, outcome: String) throws {
+        let sandbox = try frozenSandbox()
+        let probe = try staticProgram("wait_probe")
+        let (arguments, line) = timerProbe(mode, outcome, seconds: 30)
+        let started = Date()
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe] + arguments, guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let prefix = String(outcome.prefix { $0 != "=" }) + "="
+        #expect(result.lines.first { $0.hasPrefix(prefix) } == line, "\(kind): \(result)")
+        #expect(Date().timeIntervalSince(started) < 25, "30 virtual seconds took most of their real time")
+    }
+
+    @Test("a static C program's periodic POSIX timer, its signal blocked for 2 s, is delivered once with the 3 missed expirations as its overrun",
+          arguments: ["usr1", "rt"])
+    func timerOverrun(signal: String) throws {
+        let sandbox = try frozenSandbox()
+        let probe = try CFixture.path("timer_overrun_static", source: "timer_overrun", flags: ["-static"])
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe, signal], guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let values = keyedValues(result.stdout)
+        #expect(values["unblocked_at"] == "\(2 * Self.second)", "\(result)")
+        #expect(values["delivered_while_blocked"] == "0" && values["deliveries"] == "1", "\(result)")
+        #expect(values["si_overrun"] == "3" && values["timer_getoverrun"] == "3", "\(result)")
+    }
+
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
     func descriptorExecRefused() throws {
         let sandbox = try frozenSandbox()

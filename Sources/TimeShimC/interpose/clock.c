@@ -158,7 +158,6 @@ void tc_read_session_wall(int call, struct timespec *value) {
 }
 
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
-long tc_syscall_settime(struct tc_segment *segment, long number, long a1, long a2);
 int tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5, long *result);
 
 /*

@@ -62,6 +62,14 @@ void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigact
 long tc_shim_errno_result(long kernel_result);
 
 /*
+ * clock_settime, settimeofday, adjtimex or clock_adjtime with the kernel's
+ * arguments in an attached process, answered by the session's rules
+ * (settime.c): the kernel's result form (a value or −errno). For syscall(2)
+ * (clock.c) and for the raw calls of Go and static programs (syscall_trap.c).
+ */
+long tc_syscall_settime(struct tc_segment *segment, long number, long a1, long a2);
+
+/*
  * An execve (AT_FDCWD, no flags) or execveat of an attached process, after the
  * containment check of interpose/exec.c: a refused program gets −EACCES
  * (its one line written), anything else the kernel's result. Stack and raw

@@ -33,7 +33,8 @@
  *    that, when the signal arrives inside a trapped call, puts the
  *    program's FS back around the handler. The wrapper also counts the
  *    handler for the interrupted wait (signals.c), so the wait ends with
- *    EINTR as it would have.
+ *    EINTR as it would have, and tells timers.c that a virtual POSIX
+ *    timer's signal was taken (its overrun).
  *  - an exec needs no TCB (tc_exec_checked uses the stack and raw system
  *    calls), and must not take one: in a vfork child that shares the
  *    program's memory, a TCB taken before a successful exec would never be
@@ -209,9 +210,17 @@ TC_FOREIGN_FS static void count_handled_signal(void) {
     __atomic_fetch_add(counter(), 1, __ATOMIC_RELAXED);
 }
 
+/* A virtual POSIX timer's signal carries the expirations coalesced into it (timers.c; raw system calls and the
+   timer table only, so it runs on any FS). */
+TC_FOREIGN_FS static void timer_signal_taken(int signal, siginfo_t *info) {
+    void (*volatile taken)(int, siginfo_t *) = tc_timers_signal_taken;
+    taken(signal, info);
+}
+
 TC_FOREIGN_FS static void program_signal(int signal, siginfo_t *info, void *context) {
     void *handler = signal > 0 && signal < 65 ? __atomic_load_n(&program_handlers[signal], __ATOMIC_ACQUIRE) : NULL;
     struct lender *lender = borrowed_now();
+    if (info && info->si_code == SI_TIMER) timer_signal_taken(signal, info);
     if (lender) {
         count_handled_signal();  /* on the borrowed TCB: the trapped wait it interrupts sees it */
         set_fs_base(lender->program_fs);

@@ -24,6 +24,9 @@
  * SIGSYS that is not ours goes to what the program installed); any mask
  * the program sets, or gives a handler, has SIGSYS taken out.
  *
+ * Setting the clock (clock_settime, settimeofday, adjtimex, clock_adjtime) is a raw call too, which as root
+ * would move the host's clock: trapped always, and answered by settime.c's rules (the session's clock moves).
+ *
  * A wait interrupted by a signal handler (Go's SIGURG preemption) returns
  * EINTR, which the runtime's callers all retry or ignore.
  */
@@ -222,6 +225,16 @@ static long epoll_pwait2_call(long epoll_fd, long events, long capacity, long ti
                                            (const struct timespec *)timeout, libc_mask(kernel_mask, &mask)));
 }
 
+/*
+ * Setting the clock (SPEC §2): the raw call would move the host's clock (as root), so it moves the session, by
+ * the same rules as libc's clock_settime and its kin (settime.c); adjtimex reads answer as libc's do.
+ */
+static long settime_call(long number, long a1, long a2) {
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_raw_syscall(number, a1, a2);
+    return tc_syscall_settime(segment, number, a1, a2);
+}
+
 /* A static program asking where its executable is (Go's os.Executable) is told its own path, not the loader's. */
 static long readlink_call(long number, long a1, long a2, long a3, long a4) {
     const char *path = (const char *)(number == SYS_readlink ? a1 : a2);
@@ -319,6 +332,21 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
     case SYS_rt_sigprocmask: return sigprocmask_call(a1, a2, a3, a4, context);
     case SYS_execve:
     case SYS_execveat: return exec_call(number, r);
+    case SYS_clock_settime:
+    case SYS_settimeofday:
+    case SYS_adjtimex:
+    case SYS_clock_adjtime: return settime_call(number, a1, a2);
+    case SYS_timerfd_create:
+    case SYS_timerfd_settime:
+    case SYS_timerfd_gettime:
+    case SYS_timer_create:
+    case SYS_timer_settime:
+    case SYS_timer_gettime:
+    case SYS_timer_getoverrun:
+    case SYS_timer_delete:
+    case SYS_alarm:
+    case SYS_setitimer:
+    case SYS_getitimer: return tc_timers_syscall(number, a1, a2, a3, a4);
     default: break;
     }
     return tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6);
@@ -418,6 +446,23 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, SYS_rt_sigaction, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_execve, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_execveat, TRAP, NEXT),
+        /* Setting the clock: the session's, never the host's. */
+        JUMP_IF(BPF_JEQ, SYS_clock_settime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_settimeofday, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_adjtimex, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_clock_adjtime, TRAP, NEXT),
+        /* Timers that are not waits: run on the session's timeline by timers.c. */
+        JUMP_IF(BPF_JEQ, SYS_timerfd_create, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timerfd_settime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timerfd_gettime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_create, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_settime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_gettime, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_getoverrun, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_timer_delete, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_alarm, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_setitimer, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, SYS_getitimer, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[0], POLL, NEXT),
         JUMP_IF(BPF_JEQ, only_static[1], POINTER2, NEXT),
         JUMP_IF(BPF_JEQ, only_static[2], POINTER4, NEXT),

@@ -358,6 +358,15 @@ static int virtual_clock_for_timer(clockid_t clock) {
     return vclock;
 }
 
+/* Caller holds the lock. */
+static void forget_timerfd(struct vtimer *timer) {
+    disarm(timer);
+    tc_fd_release(timer->private_fd);
+    tc_raw_syscall(SYS_close, timer->private_fd);
+    timer->type = VTIMER_FREE;
+    mark_timerfd(timer->fd, 0);
+}
+
 static int shim_timerfd_create(int clock, int flags) {
     struct tc_segment *segment = tc_shim_segment();
     int vclock = virtual_clock_for_timer(clock);
@@ -370,6 +379,10 @@ static int shim_timerfd_create(int clock, int flags) {
     if (private_fd < 0) private_fd = tc_raw_syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0);
     sigset_t saved;
     lock_table(&saved);
+    /* A timer still listed on this number lost its descriptor to a close the shim did not see (a static
+       program's raw close): the kernel has just handed the number out again. */
+    struct vtimer *stale = find_timerfd((int)fd);
+    if (stale) forget_timerfd(stale);
     struct vtimer *timer = private_fd >= 0 ? allocate(VTIMER_TIMERFD) : NULL;
     if (timer) {
         timer->vclock = vclock;
@@ -435,13 +448,7 @@ void tc_timerfd_forget(int fd) {
     sigset_t saved;
     lock_table(&saved);
     struct vtimer *timer = find_timerfd(fd);
-    if (timer) {
-        disarm(timer);
-        tc_fd_release(timer->private_fd);
-        tc_raw_syscall(SYS_close, timer->private_fd);
-        timer->type = VTIMER_FREE;
-        mark_timerfd(fd, 0);
-    }
+    if (timer) forget_timerfd(timer);
     unlock_table(&saved);
 }
 
@@ -644,3 +651,64 @@ TC_EXPORT int setitimer(__itimer_which_t, const struct itimerval *restrict, stru
     __attribute__((alias("shim_setitimer")));
 TC_EXPORT int getitimer(__itimer_which_t, struct itimerval *) __attribute__((alias("shim_getitimer")));
 TC_EXPORT unsigned int alarm(unsigned int) __attribute__((alias("shim_alarm")));
+
+/* ---- the same calls made raw, by Go and static programs (syscall_trap.c traps them) ---- */
+
+static long kernel_result(long libc_result) { return libc_result < 0 ? -errno : libc_result; }
+
+/*
+ * A kernel timer id as the timer_t this file keeps: glibc (≥ 2.34) hands out
+ * the kernel's id itself for every timer that is not SIGEV_THREAD, and the
+ * ids reserved above are SIGEV_NONE. A negative id is no timer: glibc would
+ * take it for one of its SIGEV_THREAD records, so the kernel answers it.
+ */
+static int kernel_timer(long id, timer_t *timer) {
+    if ((int)id < 0) return 0;
+    *timer = (timer_t)(intptr_t)(int)id;
+    return 1;
+}
+
+/* timer_create with the kernel's arguments: the id is written as the kernel's (an int). */
+static long raw_timer_create(long clock, long event_argument, long id_argument) {
+    const struct sigevent *event = (const struct sigevent *)event_argument;
+    int *id = (int *)id_argument;
+    /* SIGEV_THREAD is libc's own notion: the kernel refuses it, and a static libc has made it SIGEV_THREAD_ID. */
+    if (!tc_shim_segment() || virtual_clock_for_timer((clockid_t)clock) < 0 || !id ||
+        (event && event->sigev_notify == SIGEV_THREAD))
+        return tc_raw_syscall(SYS_timer_create, clock, event_argument, id_argument);
+    timer_t created;
+    long result = kernel_result(shim_timer_create((clockid_t)clock, (struct sigevent *)event, &created));
+    if (result == 0) *id = (int)(intptr_t)created;
+    return result;
+}
+
+long tc_timers_syscall(long number, long a1, long a2, long a3, long a4) {
+    timer_t timer;
+    switch (number) {
+    case SYS_timerfd_create: return kernel_result(shim_timerfd_create((int)a1, (int)a2));
+    case SYS_timerfd_settime:
+        return kernel_result(shim_timerfd_settime((int)a1, (int)a2, (const struct itimerspec *)a3, (struct itimerspec *)a4));
+    case SYS_timerfd_gettime: return kernel_result(shim_timerfd_gettime((int)a1, (struct itimerspec *)a2));
+    case SYS_timer_create: return raw_timer_create(a1, a2, a3);
+    case SYS_timer_settime:
+        if (!kernel_timer(a1, &timer)) break;
+        return kernel_result(shim_timer_settime(timer, (int)a2, (const struct itimerspec *)a3, (struct itimerspec *)a4));
+    case SYS_timer_gettime:
+        if (!kernel_timer(a1, &timer) || !a2) break;
+        return kernel_result(shim_timer_gettime(timer, (struct itimerspec *)a2));
+    case SYS_timer_getoverrun:
+        if (!kernel_timer(a1, &timer)) break;
+        return kernel_result(shim_timer_getoverrun(timer));
+    case SYS_timer_delete:
+        if (!kernel_timer(a1, &timer)) break;
+        return kernel_result(shim_timer_delete(timer));
+    case SYS_alarm: return shim_alarm((unsigned int)a1);
+    case SYS_setitimer:
+        return kernel_result(shim_setitimer((__itimer_which_t)a1, (const struct itimerval *)a2, (struct itimerval *)a3));
+    case SYS_getitimer:
+        if (!a2) break;
+        return kernel_result(shim_getitimer((__itimer_which_t)a1, (struct itimerval *)a2));
+    default: break;
+    }
+    return tc_raw_syscall(number, a1, a2, a3, a4);
+}

@@ -153,6 +153,9 @@ void tc_timers_after_fork_in_parent(void);
 void tc_timers_after_fork_in_child(void);
 /* For the signal trampoline: a POSIX timer's signal (SI_TIMER) is being handled; sets its si_overrun. */
 void tc_timers_signal_taken(int signal, siginfo_t *info);
+/* A timer system call (timerfd_*, timer_*, alarm, setitimer, getitimer) with the kernel's arguments, made raw by a
+   Go or static program and trapped (syscall_trap.c): run as libc's is here; the kernel's result form. In timers.c. */
+long tc_timers_syscall(long number, long a1, long a2, long a3, long a4);
 
 /* Called by shim.c in a fork child. */
 void tc_waiters_after_fork_in_child(void);
