@@ -27,11 +27,11 @@ page=$(MANWIDTH=120 man -l "$prefix/share/man/man1/timectl.1" 2>"$work/man.err")
 subcommands=$("$timectl" --help | awk '/^SUBCOMMANDS:/ { listing = 1; next } listing && /^  [a-z]/ { print $1 } /^$/ { listing = 0 }')
 [ "$(echo "$subcommands" | wc -l)" -ge 10 ] || fail "could not read the subcommands from timectl --help: $subcommands"
 for subcommand in $subcommands; do
-    echo "$page" | grep -Eq "^ {5}$subcommand( |$)" || fail "the man page has no entry for '$subcommand'"
+    grep -Eq "^ {5}$subcommand( |$)" <<<"$page" || fail "the man page has no entry for '$subcommand'"
 done
 # `run` is parsed ahead of ArgumentParser; its page must still show its options.
 for option in --auto-advance --max-steps --report --keep-rate; do
-    echo "$page" | grep -q -- "$option" || fail "the man page does not describe run $option"
+    grep -q -- "$option" <<<"$page" || fail "the man page does not describe run $option"
 done
 
 # Bash completion: registered when sourced, and it completes subcommands.
@@ -39,8 +39,8 @@ completions=$(bash -c "source '$prefix/share/bash-completion/completions/timectl
     complete -p timectl
     COMP_WORDS=(timectl fr); COMP_CWORD=1; COMP_LINE='timectl fr'; COMP_POINT=\${#COMP_LINE}
     _timectl timectl fr timectl; echo \"\${COMPREPLY[*]}\"") || fail "sourcing the bash completion failed"
-echo "$completions" | grep -q "^complete .* timectl$" || fail "the bash completion did not register timectl: $completions"
-echo "$completions" | tail -1 | grep -qw freeze || fail "the bash completion does not complete 'timectl fr' to freeze: $completions"
+grep -q "^complete .* timectl$" <<<"$completions" || fail "the bash completion did not register timectl: $completions"
+grep -qw freeze <<<"${completions##*$'\n'}" || fail "the bash completion does not complete 'timectl fr' to freeze: $completions"
 if command -v zsh >/dev/null; then zsh -n "$prefix/share/zsh/site-functions/_timectl" || fail "the zsh completion does not parse"; fi
 if command -v fish >/dev/null; then fish -n "$prefix/share/fish/vendor_completions.d/timectl.fish" || fail "the fish completion does not parse"; fi
 

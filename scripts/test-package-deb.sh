@@ -21,18 +21,18 @@ architecture=$(dpkg --print-architecture)
 [ "$(basename "$deb")" = "timectl_${version}_${architecture}.deb" ] || fail "unexpected name $(basename "$deb")"
 
 info=$(dpkg-deb -I "$deb")
-echo "$info" | grep -q "^ Package: timectl$" || fail "dpkg-deb -I does not name package timectl: $info"
-echo "$info" | grep -q "^ Architecture: $architecture$" || fail "dpkg-deb -I does not name architecture $architecture: $info"
-echo "$info" | grep -q "^ Version: $version$" || fail "dpkg-deb -I does not name version $version: $info"
+grep -q "^ Package: timectl$" <<<"$info" || fail "dpkg-deb -I does not name package timectl: $info"
+grep -q "^ Architecture: $architecture$" <<<"$info" || fail "dpkg-deb -I does not name architecture $architecture: $info"
+grep -q "^ Version: $version$" <<<"$info" || fail "dpkg-deb -I does not name version $version: $info"
 
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/timectl ./usr/lib/timectl/libTimeShim.so ./usr/lib/timectl/timectl-static-loader ./usr/share/man/man1/timectl.1.gz \
             ./usr/share/bash-completion/completions/timectl ./usr/share/zsh/vendor-completions/_timectl \
             ./usr/share/fish/vendor_completions.d/timectl.fish ./usr/share/doc/timectl/copyright \
             ./usr/share/doc/timectl/changelog.Debian.gz; do
-    echo "$contents" | grep -q " $path$" || fail "$path is not in the package"
+    grep -q " $path$" <<<"$contents" || fail "$path is not in the package"
 done
-echo "$contents" | awk '{ print $2 }' | grep -qv '^root/root$' && fail "files not owned by root: $contents"
+awk 'NF && $2 != "root/root" { found = 1 } END { exit !found }' <<<"$contents" && fail "files not owned by root: $contents"
 
 if command -v lintian >/dev/null; then
     lintian --fail-on error --tag-display-limit 0 "$deb" > "$work/lintian.txt" 2>&1 || fail "lintian: $(cat "$work/lintian.txt")"
