@@ -157,6 +157,7 @@ final class SessionScheduler: @unchecked Sendable {
         }
         steps += 1
         tc_scheduler_count_step(segment)
+        if wait.thread != 0 { watch.expectRunning(pid: wait.pid, tid: wait.thread) }
         let identity = WaitIdentity(command: command, kind: wait.kind, vclock: wait.vclock)
         stepsByWait[identity] = ((stepsByWait[identity]?.steps ?? 0) + 1, wait.pid)
     }
