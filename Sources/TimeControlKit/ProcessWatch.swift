@@ -30,38 +30,42 @@ import TimeShimC
 /// **Quiescent** (one ``look(from:ignoring:)``) means three passes over the
 /// same threads: (1) every thread's run count — the third field of
 /// `/proc/.../schedstat`, which the kernel bumps each time it puts the
-/// thread on a CPU; (2) every thread blocked; (3) every run count again,
-/// unchanged. A thread cannot leave the run queue without running, so each
-/// thread, blocked in pass 2 and not run between passes 1 and 3, was off the
-/// run queue from the end of pass 1 on: at that instant every thread was
-/// blocked, and none ran until pass 3. Wake-ups are synchronous in the
-/// kernel: a thread woken by another is runnable before its waker blocks
-/// again. So any activity — a chain of wake-ups across processes, a fork, a
-/// thread created — shows up as a running thread or a changed run count.
+/// thread on a CPU — read while the thread is off the CPU (see below);
+/// (2) every thread blocked; (3) every run count again, unchanged. A thread
+/// off the CPU with a count that then stays the same was never put back on
+/// a CPU, and a thread cannot leave the run queue without running; so each
+/// thread, blocked in pass 2, was off the run queue from the end of pass 1
+/// on: at that instant every thread was blocked, and none ran until pass 3.
+/// Wake-ups are synchronous in the kernel: a thread woken by another is
+/// runnable before its waker blocks again. So any activity — a chain of
+/// wake-ups across processes, a fork, a thread created — shows up as a
+/// running thread or a changed run count.
 ///
-/// **Cheap passes.** Pass 1 needs, for each thread, *a* run count read
-/// before pass 2 begins, not necessarily a fresh one: a count kept from an
-/// earlier look serves as well, and if the thread ran since, pass 3 sees a
-/// different count and the look fails. So pass 1 reads afresh only the
-/// threads that ran lately (or were never read, or that the last step woke),
-/// and takes the others' last count. Then, per process, the number of
-/// threads (the `st_nlink` of `/proc/PID/task`, 2 + threads, read after
-/// those counts): a thread is only made by a thread of its process that
-/// ran, so an unchanged number with unchanged counts means the same threads;
-/// a changed one makes the look fail after listing them again. A thread's
-/// `children` are read again only when its run count changed since they
-/// were read (a fork runs the parent), when a process found in them ran (it
-/// may have made a sibling with `CLONE_PARENT`), or after any watched thread
-/// or process went away (its children moved to a reaper, and the look
-/// fails). A thread that was blocked in pass 2 of an earlier look and has
-/// not run since is still in that same wait, or has been woken and not run
-/// yet: its wait channel alone tells which (`0` when woken), so pass 2 reads
-/// only `wchan` for it, not `stat`; a thread found dead stays dead. Pass 2
-/// begins with the thread that made the last look fail (or that the last
-/// step woke): a look that fails usually fails there, after a few reads.
-/// Descriptors stay open across looks (the kernel regenerates a `/proc`
-/// file on every read from offset 0), and are read with the system call
-/// itself (not libc's `pread`, a cancellation point that costs a little more).
+/// **A count read off the CPU.** The count counts arrivals on a CPU, not
+/// departures: a thread that was running when its count was read can go on
+/// to wake another thread, fork, and block, all without a new count. So
+/// pass 1 takes a thread's count from the last look whose third pass found
+/// it unchanged (the thread was off the CPU from that look's check on), or
+/// reads it afresh and then checks that the thread is blocked — for a
+/// thread that ran lately, was never read, or that the last step woke. A
+/// look fails at once if that check finds one running, usually after a
+/// read or two. Then, per process, the number of threads (the `st_nlink`
+/// of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
+/// its process that ran, so an unchanged number with unchanged counts means
+/// the same threads; a changed one makes the look fail after listing them
+/// again. A thread's `children` are read again only when its count is not
+/// the one they were read with (a fork runs the parent), when a process
+/// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
+/// after any watched thread or process went away (its children moved to a
+/// reaper, and the look fails). A thread that was blocked at an earlier
+/// check and has not run since is still in that same wait, or has been
+/// woken and not run yet: its wait channel alone tells which (`0` when
+/// woken), so its check reads only `wchan`, not `stat`; a thread found dead
+/// stays dead. Pass 2 begins with the thread that made the last look fail
+/// (or that the last step woke). Descriptors stay open across looks (the
+/// kernel regenerates a `/proc` file on every read from offset 0), and are
+/// read with the system call itself (not libc's `pread`, a cancellation
+/// point that costs a little more).
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -131,14 +135,14 @@ final class ProcessWatch {
                 process.ranAt = sequence
                 continue
             }
-            for thread in process.threads where thread.lastRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately {
-                guard let runs = files.runCount(thread) else {
+            for thread in process.threads where thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately {
+                switch countWhileBlocked(thread, of: process) {
+                case .blocked: continue
+                case .running: return busy(thread, process)
+                case .gone:
                     _ = gone(thread, of: process)  // the walk lists the threads again
                     threadWentAway = true
-                    continue
                 }
-                if runs != thread.lastRuns { ranSeen(thread, of: process) }
-                (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
             }
         }
         guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
@@ -150,20 +154,7 @@ final class ProcessWatch {
         suspect = nil
         for thread in judged {
             guard let process = thread.process else { return nil }
-            if thread.blockedSinceRuns == thread.runs {
-                // Blocked at an earlier look and not run since: still in that wait, unless woken.
-                if thread.blockedDead { continue }
-                if process.channelsReadable {
-                    guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
-                    continue
-                }
-            }
-            guard let state = files.stat(thread), state.blocked else { return busy(thread, process) }
-            if process.channelsReadable && !state.dead {
-                guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
-            }
-            thread.blockedSinceRuns = thread.runs
-            thread.blockedDead = state.dead
+            guard blockedNow(thread, of: process) else { return busy(thread, process) }
         }
         // Pass 3: none ran meanwhile.
         var threads: [Thread] = []
@@ -179,9 +170,42 @@ final class ProcessWatch {
                 ranSeen(thread, of: process)
                 return busy(thread, process)
             }
+            thread.quietRuns = runs  // off the CPU since its check in pass 1 or 2, with this count
             threads.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
         }
         return Look(threads: threads)
+    }
+
+    private enum FreshCount { case blocked, running, gone }
+
+    /// Pass 1 for a thread that ran lately: its run count, then whether it
+    /// is blocked. A count read while the thread was on a CPU proves
+    /// nothing (the kernel counts a thread's arrivals on a CPU, and one that
+    /// runs on blocks without arriving again), so the count must be followed
+    /// by a blocked thread: then, if pass 3 reads the same count, the thread
+    /// was off the CPU from that check on.
+    private func countWhileBlocked(_ thread: WatchedThread, of process: WatchedProcess) -> FreshCount {
+        guard let runs = files.runCount(thread) else { return .gone }
+        if runs != thread.lastRuns { ranSeen(thread, of: process) }
+        (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
+        guard blockedNow(thread, of: process) else { return thread.stale ? .gone : .running }
+        return .blocked
+    }
+
+    /// Whether the thread is blocked now (`stat`, and `wchan` where readable;
+    /// `wchan` alone for one blocked at an earlier check that has not run since).
+    private func blockedNow(_ thread: WatchedThread, of process: WatchedProcess) -> Bool {
+        if thread.blockedSinceRuns == thread.runs {
+            if thread.blockedDead { return true }
+            if process.channelsReadable { return files.waitsInKernel(thread) == true }
+        }
+        guard let state = files.stat(thread), state.blocked else { return false }
+        if process.channelsReadable && !state.dead {
+            guard files.waitsInKernel(thread) == true else { return false }
+        }
+        thread.blockedSinceRuns = thread.runs
+        thread.blockedDead = state.dead
+        return true
     }
 
     /// A new run count of `thread` was read: it ran since the one before.
@@ -236,19 +260,21 @@ final class ProcessWatch {
             let process = watchedProcess(pid)
             let judging = countingRuns && !ignored.contains(pid)
             if judging {
-                // Counts not read afresh above: the last one read (any count read before pass 2 will do).
+                // Counts not read afresh above: the count of the last look that found the thread off the CPU.
                 for thread in process.threads where thread.freshAtLook != lookNumber {
-                    if let runs = thread.lastRuns {
+                    if let runs = thread.quietRuns {
                         thread.runs = runs
                         continue
                     }
-                    guard let runs = files.runCount(thread) else {
+                    switch countWhileBlocked(thread, of: process) {
+                    case .blocked: continue
+                    case .running:
+                        _ = busy(thread, process)
+                        complete = false
+                    case .gone:
                         _ = gone(thread, of: process)
                         complete = false
-                        continue
                     }
-                    (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
-                    ranSeen(thread, of: process)
                 }
             }
             // After those counts: the number of threads (see "Cheap passes").
@@ -403,6 +429,8 @@ private final class WatchedThread {
     weak var process: WatchedProcess?
     /// The run count read last (nil: never), the look that found it changed, and the look that read it afresh.
     var lastRuns: UInt64?
+    /// Its run count at an instant it was known to be off the CPU (nil: none known); it has been off since, while the count stays.
+    var quietRuns: UInt64?
     var ranAtLook: UInt64 = 0
     var freshAtLook: UInt64 = 0
     /// Its children as last read, with the run count read before that read (nil: read unjudged) and the watch's children epoch then.
@@ -423,6 +451,7 @@ private final class WatchedThread {
         blockedSinceRuns = nil
         stale = false
         lastRuns = nil
+        quietRuns = nil
         childrenRuns = nil
     }
 
