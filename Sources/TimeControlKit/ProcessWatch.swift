@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TimeShimC
 
 /// The processes a scheduler is responsible for, and whether every one of
 /// their threads is blocked — decided from the kernel's own state of those
@@ -29,22 +30,42 @@ import Glibc
 /// **Quiescent** (one ``look(from:ignoring:)``) means three passes over the
 /// same threads: (1) every thread's run count — the third field of
 /// `/proc/.../schedstat`, which the kernel bumps each time it puts the
-/// thread on a CPU; (2) every thread blocked; (3) every run count again,
-/// unchanged. A thread cannot leave the run queue without running, so each
-/// thread, blocked in pass 2 and not run between passes 1 and 3, was off the
-/// run queue from the end of pass 1 on: at that instant every thread was
-/// blocked, and none ran until pass 3. Wake-ups are synchronous in the
-/// kernel: a thread woken by another is runnable before its waker blocks
-/// again. So any activity — a chain of wake-ups across processes, a fork, a
-/// thread created — shows up as a running thread or a changed run count.
+/// thread on a CPU — read while the thread is off the CPU (see below);
+/// (2) every thread blocked; (3) every run count again, unchanged. A thread
+/// off the CPU with a count that then stays the same was never put back on
+/// a CPU, and a thread cannot leave the run queue without running; so each
+/// thread, blocked in pass 2, was off the run queue from the end of pass 1
+/// on: at that instant every thread was blocked, and none ran until pass 3.
+/// Wake-ups are synchronous in the kernel: a thread woken by another is
+/// runnable before its waker blocks again. So any activity — a chain of
+/// wake-ups across processes, a fork, a thread created — shows up as a
+/// running thread or a changed run count.
 ///
-/// **Cheap passes.** A thread that was blocked in pass 2 of an earlier look
-/// and has not run since (same run count in pass 1) is still in that same
-/// wait, or has been woken and not run yet: its wait channel alone tells
-/// which (`0` when woken), so pass 2 reads only `wchan` for it, not `stat`;
-/// a thread found dead stays dead. Descriptors stay open across looks (the
-/// kernel regenerates a `/proc` file on every read from offset 0), and
-/// while the threads stay the same a look allocates only what it returns.
+/// **A count read off the CPU.** The count counts arrivals on a CPU, not
+/// departures: a thread that was running when its count was read can go on
+/// to wake another thread, fork, and block, all without a new count. So
+/// pass 1 takes a thread's count from the last look whose third pass found
+/// it unchanged (the thread was off the CPU from that look's check on), or
+/// reads it afresh and then checks that the thread is blocked — for a
+/// thread that ran lately, was never read, or that the last step woke. A
+/// look fails at once if that check finds one running, usually after a
+/// read or two. Then, per process, the number of threads (the `st_nlink`
+/// of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
+/// its process that ran, so an unchanged number with unchanged counts means
+/// the same threads; a changed one makes the look fail after listing them
+/// again. A thread's `children` are read again only when its count is not
+/// the one they were read with (a fork runs the parent), when a process
+/// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
+/// after any watched thread or process went away (its children moved to a
+/// reaper, and the look fails). A thread that was blocked at an earlier
+/// check and has not run since is still in that same wait, or has been
+/// woken and not run yet: its wait channel alone tells which (`0` when
+/// woken), so its check reads only `wchan`, not `stat`; a thread found dead
+/// stays dead. Pass 2 begins with the thread that made the last look fail
+/// (or that the last step woke). Descriptors stay open across looks (the
+/// kernel regenerates a `/proc` file on every read from offset 0), and are
+/// read with the system call itself (not libc's `pread`, a cancellation
+/// point that costs a little more).
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -62,7 +83,7 @@ final class ProcessWatch {
     let roots: () -> [Int32]
     private let ownPID = getpid()
     private let files = ProcFiles()
-    /// The processes of the last pass 1, by pid, with their threads' open files.
+    /// The processes of the last walk, by pid, with their threads' open files.
     private var watched: [Int32: WatchedProcess] = [:]
     /// This process's main thread: only its children are followed.
     private var ownThread: WatchedThread
@@ -71,6 +92,15 @@ final class ProcessWatch {
     private var queue: [Int32] = []
     private var seen: Set<Int32> = []
     private var generation: UInt64 = 0
+    /// Counts looks; a thread whose run count changed within the last ``lately`` looks is read afresh in pass 1.
+    private var lookNumber: UInt64 = 0
+    private static let lately: UInt64 = 16
+    /// Bumped when a watched thread or process goes away: every `children` list is read again.
+    private var childrenEpoch: UInt64 = 0
+    /// Orders what the watch learns: a children list read before a process in it was last seen to run is read again.
+    private var sequence: UInt64 = 0
+    /// The thread pass 2 checks first: the one that made the last look fail, or that the last step woke.
+    private var suspect: WatchedThread?
 
     /// Watches `roots()` (evaluated at every look) and their descendants.
     init(roots: @escaping () -> [Int32]) {
@@ -83,48 +113,122 @@ final class ProcessWatch {
         for process in watched.values { process.close() }
     }
 
+    /// Tells the watch that thread `tid` of `pid` was just woken (a step
+    /// reached its wait): the next look reads its run count afresh and checks it first.
+    func expectRunning(pid: Int32, tid: Int32) {
+        guard let process = watched[pid], let thread = process.threads.first(where: { $0.tid == tid }) else { return }
+        thread.ranAtLook = lookNumber &+ 1
+        suspect = thread
+    }
+
     /// One look (three passes, see above): every watched thread, or nil as
     /// soon as one is running or ran during the look. `ignoring` processes
     /// are still followed to their children, but their threads are not
     /// judged. `from` are the roots to start from (`roots()` by default).
     func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
-        // Pass 1: the processes and threads, and the run count of each thread to judge.
-        guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true) else { return nil }
-        // Pass 2: every one blocked.
-        for thread in judged {
-            guard let process = watched[thread.pid] else { return nil }
-            if thread.blockedSinceRuns == thread.runs {
-                // Blocked at an earlier look and not run since: still in that wait, unless woken.
-                if thread.blockedDead { continue }
-                if process.channelsReadable {
-                    guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
-                    continue
+        lookNumber &+= 1
+        // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of threads.
+        var threadWentAway = false
+        for process in watched.values {
+            if ignored.contains(process.pid) {  // not counted: taken as having run (see CLONE_PARENT above)
+                sequence &+= 1
+                process.ranAt = sequence
+                continue
+            }
+            for thread in process.threads where thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately {
+                switch countWhileBlocked(thread, of: process) {
+                case .blocked: continue
+                case .running: return busy(thread, process)
+                case .gone:
+                    _ = gone(thread, of: process)  // the walk lists the threads again
+                    threadWentAway = true
                 }
             }
-            guard let state = files.stat(thread), state.blocked else { return busy(thread, process) }
-            if process.channelsReadable && !state.dead {
-                guard let waits = files.waitsInKernel(thread), waits else { return busy(thread, process) }
-            }
-            thread.blockedSinceRuns = thread.runs
-            thread.blockedDead = state.dead
+        }
+        guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
+        // Pass 2: every one blocked — first the thread that made the last look fail, or that the last step woke:
+        // a look that fails usually fails there.
+        if let thread = suspect, let index = judged.firstIndex(where: { $0 === thread }), index > 0 {
+            judged.swapAt(0, index)
+        }
+        suspect = nil
+        for thread in judged {
+            guard let process = thread.process else { return nil }
+            guard blockedNow(thread, of: process) else { return busy(thread, process) }
         }
         // Pass 3: none ran meanwhile.
         var threads: [Thread] = []
         threads.reserveCapacity(judged.count)
         for thread in judged {
-            guard let runs = files.runCount(thread), runs == thread.runs else {
-                if let process = watched[thread.pid] { return busy(thread, process) }
+            guard let runs = files.runCount(thread) else {
+                if let process = thread.process { return gone(thread, of: process) }
                 return nil
             }
+            if runs != thread.runs {
+                thread.lastRuns = runs
+                guard let process = thread.process else { return nil }
+                ranSeen(thread, of: process)
+                return busy(thread, process)
+            }
+            thread.quietRuns = runs  // off the CPU since its check in pass 1 or 2, with this count
             threads.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
         }
         return Look(threads: threads)
     }
 
-    /// The thread runs (or is gone): it must be checked in full next time.
+    private enum FreshCount { case blocked, running, gone }
+
+    /// Pass 1 for a thread that ran lately: its run count, then whether it
+    /// is blocked. A count read while the thread was on a CPU proves
+    /// nothing (the kernel counts a thread's arrivals on a CPU, and one that
+    /// runs on blocks without arriving again), so the count must be followed
+    /// by a blocked thread: then, if pass 3 reads the same count, the thread
+    /// was off the CPU from that check on.
+    private func countWhileBlocked(_ thread: WatchedThread, of process: WatchedProcess) -> FreshCount {
+        guard let runs = files.runCount(thread) else { return .gone }
+        if runs != thread.lastRuns { ranSeen(thread, of: process) }
+        (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
+        guard blockedNow(thread, of: process) else { return thread.stale ? .gone : .running }
+        return .blocked
+    }
+
+    /// Whether the thread is blocked now (`stat`, and `wchan` where readable;
+    /// `wchan` alone for one blocked at an earlier check that has not run since).
+    private func blockedNow(_ thread: WatchedThread, of process: WatchedProcess) -> Bool {
+        if thread.blockedSinceRuns == thread.runs {
+            if thread.blockedDead { return true }
+            if process.channelsReadable { return files.waitsInKernel(thread) == true }
+        }
+        guard let state = files.stat(thread), state.blocked else { return false }
+        if process.channelsReadable && !state.dead {
+            guard files.waitsInKernel(thread) == true else { return false }
+        }
+        thread.blockedSinceRuns = thread.runs
+        thread.blockedDead = state.dead
+        return true
+    }
+
+    /// A new run count of `thread` was read: it ran since the one before.
+    private func ranSeen(_ thread: WatchedThread, of process: WatchedProcess) {
+        thread.ranAtLook = lookNumber
+        sequence &+= 1
+        process.ranAt = sequence
+    }
+
+    /// The thread runs: it must be checked in full next time, and first.
     private func busy(_ thread: WatchedThread, _ process: WatchedProcess) -> Look? {
         thread.blockedSinceRuns = nil
-        if thread.stale { process.needsListing = true }
+        if thread.stale { return gone(thread, of: process) }
+        suspect = thread
+        return nil
+    }
+
+    /// The thread went away: its process lists its threads again, and every
+    /// children list is read again (its children moved to another thread, or to a reaper).
+    private func gone(_ thread: WatchedThread, of process: WatchedProcess) -> Look? {
+        thread.blockedSinceRuns = nil
+        process.needsListing = true
+        childrenEpoch &+= 1
         return nil
     }
 
@@ -135,18 +239,18 @@ final class ProcessWatch {
         return watched.keys.sorted()
     }
 
-    /// Pass 1: walks the process tree from `start`, keeping `watched` to the
-    /// processes it finds and `judged` to the threads to judge, with their
-    /// run counts when `countingRuns`. False when a look can already tell
-    /// that something runs (a thread went away, or a leader is running).
+    /// The rest of pass 1: walks the process tree from `start`, keeping
+    /// `watched` to the processes it finds and `judged` to the threads to
+    /// judge, with a run count for each when `countingRuns`. False when a
+    /// look can already tell that something ran (a thread or process went
+    /// away, or a process has other threads than it had).
     private func discover(from start: [Int32], ignoring ignored: Set<Int32>, countingRuns: Bool) -> Bool {
         generation &+= 1
-        defer { sweep() }
         judged.removeAll(keepingCapacity: true)
         seen.removeAll(keepingCapacity: true)
         queue.removeAll(keepingCapacity: true)
         queue.append(contentsOf: start)
-        var running = false
+        var complete = true
         while let pid = queue.popLast() {
             guard seen.insert(pid).inserted else { continue }
             if pid == ownPID {
@@ -154,31 +258,61 @@ final class ProcessWatch {
                 continue
             }
             let process = watchedProcess(pid)
-            guard let leader = files.stat(process.leader) else {  // gone
+            let judging = countingRuns && !ignored.contains(pid)
+            if judging {
+                // Counts not read afresh above: the count of the last look that found the thread off the CPU.
+                for thread in process.threads where thread.freshAtLook != lookNumber {
+                    if let runs = thread.quietRuns {
+                        thread.runs = runs
+                        continue
+                    }
+                    switch countWhileBlocked(thread, of: process) {
+                    case .blocked: continue
+                    case .running:
+                        _ = busy(thread, process)
+                        complete = false
+                    case .gone:
+                        _ = gone(thread, of: process)
+                        complete = false
+                    }
+                }
+            }
+            // After those counts: the number of threads (see "Cheap passes").
+            guard let threadCount = files.threadCount(process) else {  // gone
+                if process.seenAlive {
+                    // It ran to its end since the last walk, and any children it had moved to a reaper
+                    // whose list may have been read already: look again. (A pid that was never seen
+                    // alive — a root the session's table still lists — is simply not watched.)
+                    childrenEpoch &+= 1
+                    complete = false
+                }
                 process.close()
                 watched[pid] = nil
                 continue
             }
+            process.seenAlive = true
             process.generation = generation
-            let judging = countingRuns && !ignored.contains(pid)
-            if judging && !leader.blocked { running = true }
-            if process.needsListing || process.threads.count != leader.threadCount { process.listThreads() }
+            if process.needsListing || process.threads.count != threadCount {
+                // New threads' counts would be read after the number of threads: look again.
+                if process.listThreads() && judging { complete = false }
+            }
             for thread in process.threads {
-                if judging {
-                    if let runs = files.runCount(thread) {
-                        thread.runs = runs
-                        judged.append(thread)
-                    } else {
-                        // Exited meanwhile — and another may have started in its place, with the
-                        // count unchanged: list the threads afresh, and count the process as busy.
-                        process.needsListing = true
-                        running = true
-                    }
+                if judging { judged.append(thread) }
+                if judging && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
+                    && !thread.children.contains(where: { (watched[$0]?.ranAt ?? 0) > thread.childrenReadAt }) {
+                    queue.append(contentsOf: thread.children)
+                    continue
                 }
-                files.appendChildren(of: thread, to: &queue)
+                thread.children.removeAll(keepingCapacity: true)
+                files.appendChildren(of: thread, to: &thread.children)
+                sequence &+= 1
+                thread.childrenReadAt = sequence
+                if judging { (thread.childrenRuns, thread.childrenEpoch) = (thread.runs, childrenEpoch) } else { thread.childrenRuns = nil }
+                queue.append(contentsOf: thread.children)
             }
         }
-        return !running
+        if complete { sweep() }
+        return complete
     }
 
     private func watchedProcess(_ pid: Int32) -> WatchedProcess {
@@ -205,17 +339,26 @@ private final class WatchedProcess {
     let pid: Int32
     let leader: WatchedThread
     var threads: [WatchedThread]
+    /// `/proc/PID/task`, open: its link count is 2 + the number of threads (-1: could not be opened).
+    private(set) var taskDirectory: Int32
     /// Whether this user may read the process's wait channels (checked once).
     let channelsReadable: Bool
     /// Set when a thread went away: list them again at the next walk.
     var needsListing = false
     var generation: UInt64 = 0
+    /// When a thread of it was last seen to have run (the watch's sequence).
+    var ranAt: UInt64 = 0
+    /// A walk found it alive (its number of threads read).
+    var seenAlive = false
 
     init(pid: Int32) {
         self.pid = pid
         leader = WatchedThread(pid: pid, tid: pid, directory: "/proc/\(pid)/task/\(pid)/")
         threads = [leader]
+        taskDirectory = open("/proc/\(pid)/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         channelsReadable = Self.canReadChannels(of: pid)
+        leader.process = self
+        listThreads()
     }
 
     /// The kernel shows a wait channel only to those allowed to read the
@@ -228,8 +371,10 @@ private final class WatchedProcess {
         return readable
     }
 
-    /// Lists the threads afresh, keeping the open files of those still there.
-    func listThreads() {
+    /// Lists the threads afresh, keeping the open files of those still there;
+    /// whether it found threads it did not know.
+    @discardableResult
+    func listThreads() -> Bool {
         needsListing = false
         var tids: [Int32] = []
         if let directory = opendir("/proc/\(pid)/task") {
@@ -246,15 +391,22 @@ private final class WatchedProcess {
             if !thread.stale && tids.contains(thread.tid) { kept.append(thread) } else if thread !== leader { thread.close() }
         }
         if leader.stale { leader.close() }  // reopened at the next read
+        var found = false
         for tid in tids where !kept.contains(where: { $0.tid == tid }) {
-            kept.append(tid == pid ? leader : WatchedThread(pid: pid, tid: tid, directory: "/proc/\(pid)/task/\(tid)/"))
+            let thread = tid == pid ? leader : WatchedThread(pid: pid, tid: tid, directory: "/proc/\(pid)/task/\(tid)/")
+            thread.process = self
+            kept.append(thread)
+            found = true
         }
         threads = kept
+        return found
     }
 
     func close() {
         for thread in threads { thread.close() }
         leader.close()
+        if taskDirectory >= 0 { Glibc.close(taskDirectory) }
+        taskDirectory = -1
     }
 }
 
@@ -274,6 +426,18 @@ private final class WatchedThread {
     var blockedDead = false
     /// A read failed: the thread is gone (its descriptors never show another thread that took its id).
     var stale = false
+    weak var process: WatchedProcess?
+    /// The run count read last (nil: never), the look that found it changed, and the look that read it afresh.
+    var lastRuns: UInt64?
+    /// Its run count at an instant it was known to be off the CPU (nil: none known); it has been off since, while the count stays.
+    var quietRuns: UInt64?
+    var ranAtLook: UInt64 = 0
+    var freshAtLook: UInt64 = 0
+    /// Its children as last read, with the run count read before that read (nil: read unjudged) and the watch's children epoch then.
+    var children: [Int32] = []
+    var childrenRuns: UInt64?
+    var childrenEpoch: UInt64 = 0
+    var childrenReadAt: UInt64 = 0
 
     init(pid: Int32, tid: Int32, directory: String) {
         self.pid = pid
@@ -286,6 +450,9 @@ private final class WatchedThread {
         files = (-1, -1, -1, -1, -1)
         blockedSinceRuns = nil
         stale = false
+        lastRuns = nil
+        quietRuns = nil
+        childrenRuns = nil
     }
 
     func descriptor(_ file: ProcFile) -> Int32 {
@@ -319,7 +486,6 @@ private final class ProcFiles {
     struct ThreadState {
         var blocked: Bool
         var dead: Bool
-        var threadCount: Int
     }
 
     private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
@@ -330,27 +496,15 @@ private final class ProcFiles {
 
     func stat(_ thread: WatchedThread) -> ThreadState? {
         guard let count = read(thread, .stat) else { return nil }
-        // "PID (COMM) S ...": the command may hold anything, so parse after its last ')'.
+        // "PID (COMM) S ...": the command may hold anything, so the state follows its last ')'.
         var close = count - 1
         while close >= 0 && buffer[close] != UInt8(ascii: ")") { close -= 1 }
-        guard close >= 0 else { return nil }
-        var field = 0, index = close + 1, threadCount = 1
-        var state: UInt8 = UInt8(ascii: "R")
-        while index < count {
-            while index < count && buffer[index] == UInt8(ascii: " ") { index += 1 }
-            let start = index
-            while index < count && buffer[index] != UInt8(ascii: " ") { index += 1 }
-            if field == 0 && start < count { state = buffer[start] }
-            if field == 17 {  // num_threads, field 20 of stat(5)
-                threadCount = number(from: start, to: index) ?? 1
-                break
-            }
-            field += 1
-        }
+        guard close >= 0, close + 2 < count else { return nil }
+        let state = buffer[close + 2]
         let dead = state == UInt8(ascii: "Z") || state == UInt8(ascii: "X")
         let blocked = dead || state == UInt8(ascii: "S") || state == UInt8(ascii: "T") || state == UInt8(ascii: "t")
             || state == UInt8(ascii: "I") || state == UInt8(ascii: "P")
-        return ThreadState(blocked: blocked, dead: dead, threadCount: threadCount)
+        return ThreadState(blocked: blocked, dead: dead)
     }
 
     /// Whether the thread is off the run queue, waiting in the kernel: its
@@ -391,6 +545,13 @@ private final class ProcFiles {
         return total
     }
 
+    /// The number of the process's threads, nil when it is gone.
+    func threadCount(_ process: WatchedProcess) -> Int? {
+        var status = Glibc.stat()
+        guard process.taskDirectory >= 0, fstat(process.taskDirectory, &status) == 0, status.st_nlink > 2 else { return nil }
+        return Int(status.st_nlink) - 2
+    }
+
     /// Appends the thread's children to `pids` (none if it is gone).
     func appendChildren(of thread: WatchedThread, to pids: inout [Int32]) {
         guard let count = read(thread, .children) else { return }
@@ -416,19 +577,25 @@ private final class ProcFiles {
             }
             thread.setDescriptor(file, fd)
         }
-        var count = pread(fd, buffer.baseAddress, buffer.count, 0)
+        var count = readFromStart(fd)
         // A long children list (hundreds of them) fills the buffer: grow it and read again.
         while count == buffer.count {
             let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
             buffer.deallocate()
             buffer = larger
-            count = pread(fd, buffer.baseAddress, buffer.count, 0)
+            count = readFromStart(fd)
         }
         if count > 0 || (count == 0 && file == .children) { return count }
         // An empty children list reads as 0 bytes: that is an answer, not a failure.
         // Otherwise a stale descriptor: the thread exited (its id may now be another's).
         thread.stale = true
         return nil
+    }
+
+    /// pread(2) itself: libc's wrapper is a cancellation point, which costs a little on each of the many reads of a look.
+    private func readFromStart(_ fd: Int32) -> Int {
+        let result = tc_proc_pread(fd, buffer.baseAddress, buffer.count)
+        return result < 0 ? -1 : result
     }
 
     private func starts(at index: Int, with prefix: [UInt8]) -> Bool {

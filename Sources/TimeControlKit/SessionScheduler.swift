@@ -103,6 +103,7 @@ final class SessionScheduler: @unchecked Sendable {
         }
         steps += 1
         session.mapping.countSchedulerStep()
+        if wait.thread != 0 { watch.expectRunning(pid: wait.pid, tid: wait.thread) }
         let identity = WaitIdentity(command: wait.command, kind: wait.kind, clock: wait.virtualClock)
         stepsByWait[identity] = ((stepsByWait[identity]?.steps ?? 0) + 1, wait.pid)
     }

@@ -35,6 +35,10 @@ int tc_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
 
+long tc_proc_pread(int fd, void *buffer, size_t count) {
+    return syscall(SYS_pread64, fd, buffer, count, 0L);
+}
+
 #include <limits.h>
 #include <linux/futex.h>
 

@@ -3,6 +3,7 @@
 #define TIMECTL_CONTROLLER_H
 
 #include <spawn.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct tc_segment;
@@ -15,6 +16,10 @@ int tc_pidfd_open(int pid);
 
 /* pipe2(fds, O_CLOEXEC). */
 int tc_pipe_cloexec(int fds[2]);
+
+/* pread(2) from offset 0 as a plain system call: libc's pread is a cancellation
+   point, a cost the scheduler's many /proc reads notice. Bytes read, or −1 with errno. */
+long tc_proc_pread(int fd, void *buffer, size_t count);
 
 /* The segment's futex words, by address (for tc_segment_wait_for_change). */
 uint32_t *tc_generation_word(struct tc_segment *segment);
