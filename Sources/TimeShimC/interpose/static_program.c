@@ -125,20 +125,8 @@ static void *lend(void *argument) {
 }
 
 static int start_lenders(void) {
-    pthread_attr_t attributes;
-    pthread_attr_init(&attributes);
-    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 64 * 1024);
-    sigset_t all, saved;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
     int started = 0;
-    for (; started < LENDERS; started++) {
-        pthread_t thread;
-        if (tc_real.pthread_create(&thread, &attributes, lend, &lenders[started]) != 0) break;
-    }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
-    pthread_attr_destroy(&attributes);
+    while (started < LENDERS && tc_start_shim_thread(lend, &lenders[started], 64 * 1024) == 0) started++;
     uint32_t ready;
     while ((ready = __atomic_load_n(&lenders_ready, __ATOMIC_ACQUIRE)) < (uint32_t)started)
         tc_raw_syscall(SYS_futex, &lenders_ready, FUTEX_WAIT_PRIVATE, ready, 0, 0, 0);

@@ -347,20 +347,23 @@ static void start_helper(struct tc_segment *segment) {
     /* The generation before any wait that needs the helper looked at the session:
        every verb after that gets its waiters poked. */
     uint32_t generation = __atomic_load_n(&segment->generation, __ATOMIC_ACQUIRE);
+    if (tc_start_shim_thread(helper_main, (void *)(uintptr_t)generation, 256 * 1024) != 0)
+        __atomic_store_n(&helper_started, 0, __ATOMIC_RELEASE);
+}
+
+int tc_start_shim_thread(void *(*body)(void *), void *argument, size_t stack_size) {
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
     pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attributes, 256 * 1024);
-    /* The helper must never take a signal meant for the application. */
+    pthread_attr_setstacksize(&attributes, stack_size);
     sigset_t all, saved;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &saved);
     pthread_t thread;
-    /* libc's own: the helper is not one of the application's threads, which record and replay number. */
-    if (tc_real.pthread_create(&thread, &attributes, helper_main, (void *)(uintptr_t)generation) != 0)
-        __atomic_store_n(&helper_started, 0, __ATOMIC_RELEASE);
+    int result = tc_real.pthread_create(&thread, &attributes, body, argument);
     pthread_sigmask(SIG_SETMASK, &saved, NULL);
     pthread_attr_destroy(&attributes);
+    return result;
 }
 
 void tc_helper_poke(void) {

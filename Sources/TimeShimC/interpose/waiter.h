@@ -146,6 +146,14 @@ void tc_timerfd_forget(int fd);
 /* Tells the helper thread that the process's timers changed (starting it if needed). */
 void tc_helper_poke(void);
 
+/*
+ * Starts one of the shim's own threads: detached, with `stack_size` bytes
+ * of stack and every signal blocked (a signal meant for the application
+ * must never land on it), through libc's own pthread_create (record and
+ * replay number only the application's threads). 0, or an error number.
+ */
+int tc_start_shim_thread(void *(*body)(void *), void *argument, size_t stack_size);
+
 /* For the helper: fires due virtual timers; returns real ns until the next one, or TC_FOREVER. In timers.c. */
 int64_t tc_timers_fire_due(struct tc_segment *segment);
 void tc_timers_before_fork(void);
