@@ -417,6 +417,10 @@ struct step {
 
 #define LOAD(offset) {BPF_LD | BPF_W | BPF_ABS, (uint32_t)(offset), NEXT, NEXT, 0}
 #define JUMP_IF(op, value, t, f) {BPF_JMP | op | BPF_K, (uint32_t)(value), t, f, 0}
+/* At `label`: trap when 64-bit argument `n` is not 0 (a timeout pointer; NULL waits with no time). */
+#define TRAP_IF_ARG_SET(label, n)                                    \
+    {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(n), NEXT, NEXT, label},      \
+    JUMP_IF(BPF_JEQ, 0, NEXT, TRAP), LOAD(ARG_HIGH(n)), JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP)
 
 /* A number no system call has: the static programs' extra checks compare against it in a Go program's filter. */
 #define NO_SYSCALL 0xffffffffu
@@ -496,18 +500,9 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT),
         JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP),
         /* ppoll, select, pselect6, epoll_pwait2: only with a timeout (a pointer; NULL waits with no time). */
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2), NEXT, NEXT, POINTER2},
-        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
-        LOAD(ARG_HIGH(2)),
-        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(3), NEXT, NEXT, POINTER3},
-        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
-        LOAD(ARG_HIGH(3)),
-        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(4), NEXT, NEXT, POINTER4},
-        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
-        LOAD(ARG_HIGH(4)),
-        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
+        TRAP_IF_ARG_SET(POINTER2, 2),
+        TRAP_IF_ARG_SET(POINTER3, 3),
+        TRAP_IF_ARG_SET(POINTER4, 4),
         {BPF_RET | BPF_K, SECCOMP_RET_ALLOW, NEXT, NEXT, ALLOW},
         {BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_TAG, NEXT, NEXT, TRAP},
     };
