@@ -49,6 +49,9 @@ const char *tc_program_problem(enum tc_program_kind kind) {
     switch (kind) {
     case TC_PROGRAM_STATIC: return "statically linked, so LD_PRELOAD cannot load the shim into it";
     case TC_PROGRAM_GO: return "a Go program, and Go reads clocks and waits without libc where the shim cannot see it";
+    case TC_PROGRAM_GO_WITHOUT_CGO:
+        return "a Go program linked dynamically without cgo (-buildmode=pie or -linkmode=external), whose threads the shim "
+               "cannot enter; build it with CGO_ENABLED=0 (run through the loader) or with cgo";
     case TC_PROGRAM_SETID: return "setuid/setgid to another user or group, and the kernel drops LD_PRELOAD for it";
     case TC_PROGRAM_FOREIGN: return "not a 64-bit program of this machine's kind, so the shim cannot load into it";
     default: return 0;
@@ -97,12 +100,41 @@ static int is_sanitizer_runtime(const char *name, int *weak) {
     return 0;
 }
 
+/*
+ * Whether the string table of `size` bytes at `offset` names `wanted` (at most 31 bytes): as one of its
+ * strings or the end of one, since the linker lets a name share the tail of a longer one
+ * ("pthread_create" inside "_cgo_try_pthread_create").
+ */
+static int strings_name(int fd, uint64_t offset, uint64_t size, const char *wanted) {
+    unsigned length = 0;
+    while (wanted[length]) length++;
+    if (length == 0 || length > 31) return 0;
+    unsigned char chunk[4096], last[32];  /* `last`: the current string's latest bytes, as a ring */
+    unsigned run = 0;                     /* bytes since the last NUL */
+    for (uint64_t at = 0; at < size && at < (1u << 24); at += sizeof chunk) {
+        long got = read_at(fd, chunk, size - at < sizeof chunk ? size - at : sizeof chunk, offset + at);
+        if (got <= 0) return 0;
+        for (long i = 0; i < got; i++) {
+            if (chunk[i] != 0) {
+                last[run++ % sizeof last] = chunk[i];
+                continue;
+            }
+            int ends_with = run >= length;
+            for (unsigned k = 0; ends_with && k < length; k++)
+                ends_with = last[(run - length + k) % sizeof last] == (unsigned char)wanted[k];
+            if (ends_with) return 1;
+            run = 0;
+        }
+    }
+    return 0;
+}
+
 /* DT_NEEDED names, through DT_STRTAB mapped back to a file offset by the PT_LOADs. */
 static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, const uint64_t loads[][3],
                         int load_count, struct tc_program *program) {
     uint64_t needed[TC_PROGRAM_MAX_NEEDED];
     int count = 0;
-    uint64_t string_table = 0, soname = 0;
+    uint64_t string_table = 0, string_table_size = 0, soname = 0;
     int has_soname = 0;
     unsigned char entries[4096];
     int done = 0;
@@ -115,6 +147,7 @@ static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, 
             if (tag == DT_NULL) { done = 1; break; }
             if (tag == DT_NEEDED && count < TC_PROGRAM_MAX_NEEDED) needed[count++] = value;
             if (tag == DT_STRTAB) string_table = value;
+            if (tag == DT_STRSZ) string_table_size = value;
             if (tag == DT_SONAME) soname = value, has_soname = 1;
         }
     }
@@ -134,6 +167,7 @@ static void read_needed(int fd, uint64_t dynamic_offset, uint64_t dynamic_size, 
         /* The dynamic loader run as a command (`ld-linux-x86-64.so.2 ./program`) loads LD_PRELOAD as usual. */
         program->is_dynamic_loader = starts_with(name, "ld-linux");
     }
+    program->imports_pthread_create = strings_name(fd, table_offset, string_table_size, "pthread_create");
     int weak_sanitizer = 0;
     for (int i = 0; i < count; i++) {
         char name[64];
@@ -181,6 +215,9 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
     if (!has_interpreter && !program->is_dynamic_loader) return TC_PROGRAM_STATIC;
     /* A dynamically linked Go program loads the shim, which then catches its vDSO reads and raw waits. */
     if (is_go && !tc_shim_controls_go()) return TC_PROGRAM_GO;
+    /* Without cgo's runtime (which starts threads with pthread_create) Go sets each thread's FS itself, and the
+       shim's trap handler, which needs libc's thread-local state, has none to run on. */
+    if (is_go && !program->imports_pthread_create) return TC_PROGRAM_GO_WITHOUT_CGO;
     return TC_PROGRAM_CONTROLLABLE;
 }
 
@@ -189,6 +226,7 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
     program->sanitizer_runtime[0] = 0;
     program->needed_count = 0;
     program->is_dynamic_loader = 0;
+    program->imports_pthread_create = 0;
     copy_text(program->decided_on, sizeof program->decided_on, path, ~0u);
     char interpreter[256];
     for (int depth = 0; depth <= MAX_SCRIPT_DEPTH; depth++) {

@@ -178,6 +178,24 @@ struct UncontrolledProgramTests {
         }
     }
 
+    /// Without cgo's runtime Go sets each thread's FS itself, so the shim's
+    /// trap handler would have no libc thread state to run on (it crashed).
+    @Test("a Go program linked dynamically without cgo (-buildmode=pie, CGO_ENABLED=0) is refused with the way out")
+    func goWithoutCgoIsRefused() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let path = try GoFixture.path("go_clock", linking: .pieWithoutCgo)
+        let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
+        try #require(header.stdout.contains("INTERP"), "\(path) is not dynamically linked: \(header.stdout)")
+        #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
+        let result = try sandbox.timectl("run", "--", path)
+        #expect(result.status == 125, "\(result)")
+        #expect(result.stdout.isEmpty, "the program did not run")
+        #expect(result.stderr.hasPrefix("timectl: cannot control \(path): \(path) is a Go program linked dynamically without cgo"), "\(result)")
+        #expect(result.stderr.contains("CGO_ENABLED=0"), "\(result)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
+    }
+
     @Test("the dynamic loader run as a command is not taken for a static program")
     func dynamicLoaderAsCommand() throws {
         try Build.requireShim()

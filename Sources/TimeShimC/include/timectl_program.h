@@ -17,6 +17,7 @@ enum tc_program_kind {
     TC_PROGRAM_NOT_INSPECTED,     /* missing, unreadable, not ELF and no #!: the exec decides */
     TC_PROGRAM_STATIC,            /* no dynamic loader: LD_PRELOAD cannot reach it */
     TC_PROGRAM_GO,                /* carries Go's build id: the runtime reads clocks and waits without libc */
+    TC_PROGRAM_GO_WITHOUT_CGO,    /* dynamically linked Go without cgo's runtime: its threads' TLS is Go's own */
     TC_PROGRAM_SETID,             /* setuid/setgid to another user or group: the kernel drops LD_PRELOAD */
     TC_PROGRAM_FOREIGN,           /* 32-bit, big-endian or another machine: the shim cannot load */
 };
@@ -31,6 +32,8 @@ struct tc_program {
     char sanitizer_runtime[64];
     /* Whether it is the dynamic loader itself (DT_SONAME ld-linux…), run as a command: it honours LD_PRELOAD. */
     int is_dynamic_loader;
+    /* Whether its dynamic symbols name pthread_create: a Go program's sign of cgo's runtime. */
+    int imports_pthread_create;
     /* DT_NEEDED entries (the first TC_PROGRAM_MAX_NEEDED, each cut at 63 bytes). */
     int needed_count;
     char needed[TC_PROGRAM_MAX_NEEDED][64];

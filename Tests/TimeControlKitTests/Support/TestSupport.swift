@@ -406,7 +406,8 @@ func guardingHostClock<T>(sourceLocation: SourceLocation = #_sourceLocation, _ b
 /// Go's caches in a temporary directory removed after each build (CI
 /// installs golang-go). Dynamic builds use cgo's external linking.
 enum GoFixture {
-    enum Linking: String { case dynamic, `static` }
+    /// `pieWithoutCgo`: `CGO_ENABLED=0 -buildmode=pie`, dynamically linked but without cgo's runtime.
+    enum Linking: String { case dynamic, `static`, pieWithoutCgo }
 
     private static let lock = NSLock()
     nonisolated(unsafe) private static var built: [String: String] = [:]
@@ -439,7 +440,11 @@ enum GoFixture {
         environment["GOPROXY"] = "off"
         environment[isModule ? "GOFLAGS" : "GO111MODULE"] = isModule ? "-mod=mod" : "off"
         environment["CGO_ENABLED"] = linking == .dynamic ? "1" : "0"
-        let flags = linking == .dynamic ? ["-ldflags=-linkmode=external"] : []
+        let flags = switch linking {
+        case .dynamic: ["-ldflags=-linkmode=external"]
+        case .static: [String]()
+        case .pieWithoutCgo: ["-buildmode=pie"]
+        }
         let result = try runProgram("/bin/sh", ["-c", "cd \"$0\" && go=$1 && shift && exec \"$go\" \"$@\"", isModule ? source : Build.packageRoot + "/Tests/Fixtures",
                                                 goPath] + command + flags + ["-o", output, isModule ? "." : name + ".go"],
                                     environment: environment, guardSeconds: 600)
