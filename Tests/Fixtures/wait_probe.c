@@ -173,11 +173,14 @@ static int select_wait(int64_t seconds, int use_pselect) {
     if (use_pselect) {
         struct timespec timeout = {seconds, 0};
         result = pselect(pipe_fds[0] + 1, &read_set, NULL, NULL, &timeout, NULL);
+        printf("result=%d set=%d elapsed=%lld\n", result, FD_ISSET(pipe_fds[0], &read_set), (long long)elapsed());
     } else {
+        /* Linux's select leaves the time not slept in the timeout: none, once it timed out. */
         struct timeval timeout = {seconds, 0};
         result = select(pipe_fds[0] + 1, &read_set, NULL, NULL, &timeout);
+        printf("result=%d set=%d left_us=%lld elapsed=%lld\n", result, FD_ISSET(pipe_fds[0], &read_set),
+               (long long)timeout.tv_sec * 1000000 + timeout.tv_usec, (long long)elapsed());
     }
-    printf("result=%d set=%d elapsed=%lld\n", result, FD_ISSET(pipe_fds[0], &read_set), (long long)elapsed());
     return 0;
 }
 

@@ -143,7 +143,7 @@ struct WaitTests {
         (["sem", "monotonic", "5"], "sem", "result=ETIMEDOUT"),
         (["mutex", "5"], "mutex", "result=ETIMEDOUT"),
         (["poll", "5"], "poll", "result=0 revents=0"),
-        (["select", "5"], "select", "result=0 set=0"),
+        (["select", "5"], "select", "result=0 set=0 left_us=0"),
         (["pselect", "5"], "select", "result=0 set=0"),
         (["epoll", "5"], "epoll", "result=0"),
         (["alarm", "5"], "alarm", "signal=SIGALRM initially_left=5"),

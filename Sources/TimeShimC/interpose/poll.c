@@ -226,8 +226,10 @@ static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, s
     return result;
 }
 
-static int shim_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
-                        const sigset_t *mask) {
+/* pselect; with `left`, as the raw system call: the virtual time not slept is written there (glibc's select
+   is pselect6 underneath, and gives the caller's timeval what the kernel left in the timespec). */
+static int pselect_leaving(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
+                           const sigset_t *mask, struct timespec *left) {
     struct tc_segment *segment = tc_shim_segment();
     if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
@@ -237,7 +239,14 @@ static int shim_pselect(int count, fd_set *read, fd_set *write, fd_set *except, 
         return -1;
     }
     int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, timespec_ns(timeout));
-    return select_until(segment, count, read, write, except, deadline, mask);
+    int result = select_until(segment, count, read, write, except, deadline, mask);
+    if (left) *left = left_until(segment, deadline);
+    return result;
+}
+
+static int shim_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
+                        const sigset_t *mask) {
+    return pselect_leaving(count, read, write, except, timeout, mask, NULL);
 }
 
 TC_EXPORT int select(int, fd_set *, fd_set *, fd_set *, struct timeval *) __attribute__((alias("shim_select")));
@@ -330,7 +339,7 @@ int tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct tim
     return shim_select(count, read, write, except, timeout);
 }
 
-int tc_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
-               const sigset_t *mask) {
-    return shim_pselect(count, read, write, except, timeout, mask);
+int tc_pselect6(int count, fd_set *read, fd_set *write, fd_set *except, struct timespec *timeout,
+                const sigset_t *mask) {
+    return pselect_leaving(count, read, write, except, timeout, mask, timeout);
 }

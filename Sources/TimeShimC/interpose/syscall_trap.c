@@ -62,8 +62,8 @@ int tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, cons
 int tc_poll(struct pollfd *fds, nfds_t count, int timeout_ms);
 int tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask);
 int tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout);
-int tc_pselect(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
-               const sigset_t *mask);
+/* As the raw pselect6: the time not slept is written back into `timeout`. */
+int tc_pselect6(int count, fd_set *read, fd_set *write, fd_set *except, struct timespec *timeout, const sigset_t *mask);
 
 /* SECCOMP_RET_DATA of our traps: si_errno tells our SIGSYS from another filter's. */
 #define TRAP_TAG 0x7c1
@@ -213,8 +213,8 @@ static long pselect_call(long count, long read, long write, long except, long ti
         if (data[0] && data[1] != 8) return -EINVAL;
         kernel_mask = data[0];
     }
-    return errno_as_kernel(tc_pselect((int)count, (fd_set *)read, (fd_set *)write, (fd_set *)except,
-                                      (const struct timespec *)timeout, libc_mask(kernel_mask, &mask)));
+    return errno_as_kernel(tc_pselect6((int)count, (fd_set *)read, (fd_set *)write, (fd_set *)except,
+                                       (struct timespec *)timeout, libc_mask(kernel_mask, &mask)));
 }
 
 static long epoll_pwait2_call(long epoll_fd, long events, long capacity, long timeout, long kernel_mask,
