@@ -65,7 +65,7 @@ public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
         case TC_EVENT_READ.rawValue:
             return (TraceCall(rawValue: Int(kind.detail)) ?? .clockGettime).describing(clock: kind.clock)
         case TC_EVENT_WAIT_BEGIN.rawValue:
-            return "a \(PendingWait.kindName(Int32(kind.detail))) on \(VirtualClock(segmentValue: kind.clock).name)"
+            return "a wait (\(PendingWait.kindName(Int32(kind.detail)))) on \(VirtualClock(segmentValue: kind.clock).name)"
         case TC_EVENT_SET_WALL.rawValue:
             return "a setting of the wall clock through \((TraceCall(rawValue: Int(kind.detail)) ?? .clockSettime).describingSetting())"
         default:
