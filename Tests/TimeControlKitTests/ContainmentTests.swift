@@ -131,14 +131,17 @@ struct UncontrolledProgramTests {
     func refusedAsCommand() throws {
         try Build.requireShim()
         let sandbox = try Sandbox()
-        let path = try setuidProgram(sandbox)
+        try expectRefusedAsCommand(sandbox, try setuidProgram(sandbox), problem: Self.setuidProblem)
+    }
+
+    /// `timectl run -- PATH` refuses the program: exit 125, nothing run, one line naming it, why and the opt-out.
+    func expectRefusedAsCommand(_ sandbox: Sandbox, _ path: String, problem: String) throws {
         let result = try sandbox.timectl("run", "--", path)
         #expect(result.status == 125, "\(result)")
         #expect(result.stdout.isEmpty, "the program did not run")
-        let expected = "timectl: cannot control \(path): \(path) is \(Self.setuidProblem)"
-        #expect(result.stderr.hasPrefix(expected), "\(result)")
-        #expect(result.stderr.contains("--allow-uncontrolled"))
-        #expect(result.stderr.split(separator: "\n").count == 1)
+        #expect(result.stderr.hasPrefix("timectl: cannot control \(path): \(path) is \(problem)"), "\(result)")
+        #expect(result.stderr.contains("--allow-uncontrolled"), "\(result)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
     }
 
     @Test("refused when an attached shell execs it", .enabled(if: geteuid() == 0, "only root can make a program setuid to another user"))
@@ -188,12 +191,8 @@ struct UncontrolledProgramTests {
         let header = try runProgram("/usr/bin/env", ["readelf", "-lW", path], environment: ProcessInfo.processInfo.environment)
         try #require(header.stdout.contains("INTERP"), "\(path) is not dynamically linked: \(header.stdout)")
         #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
-        let result = try sandbox.timectl("run", "--", path)
-        #expect(result.status == 125, "\(result)")
-        #expect(result.stdout.isEmpty, "the program did not run")
-        #expect(result.stderr.hasPrefix("timectl: cannot control \(path): \(path) is a Go program linked dynamically without cgo"), "\(result)")
-        #expect(result.stderr.contains("CGO_ENABLED=0"), "\(result)")
-        #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
+        try expectRefusedAsCommand(sandbox, path, problem: "a Go program linked dynamically without cgo (-buildmode=pie or -linkmode=external), "
+                                   + "whose threads the shim cannot enter; build it with CGO_ENABLED=0")
     }
 
     @Test("the dynamic loader run as a command is not taken for a static program")
