@@ -417,10 +417,14 @@ struct step {
 
 #define LOAD(offset) {BPF_LD | BPF_W | BPF_ABS, (uint32_t)(offset), NEXT, NEXT, 0}
 #define JUMP_IF(op, value, t, f) {BPF_JMP | op | BPF_K, (uint32_t)(value), t, f, 0}
-/* At `label`: trap when 64-bit argument `n` is not 0 (a timeout pointer; NULL waits with no time). */
+/* At `label` (NEXT: none): trap when 64-bit argument `n` is not 0 (a timeout pointer; NULL waits with no time). */
 #define TRAP_IF_ARG_SET(label, n)                                    \
     {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(n), NEXT, NEXT, label},      \
     JUMP_IF(BPF_JEQ, 0, NEXT, TRAP), LOAD(ARG_HIGH(n)), JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP)
+/* At `label`: trap when int argument `n`, a timeout in ms, is > 0 (0 polls, a negative one waits with no time). */
+#define TRAP_IF_MS_POSITIVE(label, n)                                \
+    {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(n), NEXT, NEXT, label},      \
+    JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT), JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP)
 
 /* A number no system call has: the static programs' extra checks compare against it in a Go program's filter. */
 #define NO_SYSCALL 0xffffffffu
@@ -480,25 +484,14 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         {BPF_ALU | BPF_AND | BPF_K, ~(uint32_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME), NEXT, NEXT, 0},
         JUMP_IF(BPF_JEQ, FUTEX_WAIT, TIMEOUT, NEXT),
         JUMP_IF(BPF_JEQ, FUTEX_WAIT_BITSET, TIMEOUT, ALLOW),
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(3), NEXT, NEXT, TIMEOUT},
-        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
-        LOAD(ARG_HIGH(3)),
-        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
-        /* epoll_wait/epoll_pwait: only a timeout > 0 (0 polls, −1 waits with no time). */
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(3), NEXT, NEXT, EPOLL},
-        JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT),
-        JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP),
-        /* rt_sigprocmask: only a change that could block SIGSYS. */
+        TRAP_IF_ARG_SET(TIMEOUT, 3),
+        /* epoll_wait/epoll_pwait, poll: only a timeout > 0. */
+        TRAP_IF_MS_POSITIVE(EPOLL, 3),
+        TRAP_IF_MS_POSITIVE(POLL, 2),
+        /* rt_sigprocmask: only a change (a set given) that could block SIGSYS. */
         {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(0), NEXT, NEXT, SIGMASK},
         JUMP_IF(BPF_JEQ, SIG_UNBLOCK, ALLOW, NEXT),
-        LOAD(ARG_LOW(1)),
-        JUMP_IF(BPF_JEQ, 0, NEXT, TRAP),
-        LOAD(ARG_HIGH(1)),
-        JUMP_IF(BPF_JEQ, 0, ALLOW, TRAP),
-        /* poll: only a timeout > 0, as epoll. */
-        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(2), NEXT, NEXT, POLL},
-        JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT),
-        JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP),
+        TRAP_IF_ARG_SET(NEXT, 1),
         /* ppoll, select, pselect6, epoll_pwait2: only with a timeout (a pointer; NULL waits with no time). */
         TRAP_IF_ARG_SET(POINTER2, 2),
         TRAP_IF_ARG_SET(POINTER3, 3),
