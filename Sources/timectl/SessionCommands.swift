@@ -24,9 +24,9 @@ struct SessionCommand: ParsableCommand {
                 do {
                     let status = try TimeSession.open(named: name, in: directory).status()
                     rows.append(SessionListing(name: name, wallClock: status.wallClock, rate: status.frozen ? "frozen" : status.rateText,
-                                               processes: status.processes.count, problem: nil))
+                                               wallFrozen: status.wallFrozen, processes: status.processes.count, problem: nil))
                 } catch {
-                    rows.append(SessionListing(name: name, wallClock: nil, rate: nil, processes: nil, problem: error.description))
+                    rows.append(SessionListing(name: name, wallClock: nil, rate: nil, wallFrozen: nil, processes: nil, problem: error.description))
                 }
             }
             if json {
@@ -41,7 +41,9 @@ struct SessionCommand: ParsableCommand {
                 if let problem = row.problem {
                     print("\(row.name)  unusable: \(problem)")
                 } else {
-                    print("\(row.name)  \(row.wallClock ?? "")  \(row.rate ?? "")  \(row.processes ?? 0) attached")
+                    // A wall frozen under a moving monotonic clock (freeze --wall) must not read as a running session.
+                    let wallOnly = row.wallFrozen == true && row.rate != "frozen" ? ", wall frozen" : ""
+                    print("\(row.name)  \(row.wallClock ?? "")  \(row.rate ?? "")\(wallOnly)  \(row.processes ?? 0) attached")
                 }
             }
         }
@@ -96,6 +98,8 @@ struct SessionListing: Codable {
     var name: String
     var wallClock: String?
     var rate: String?
+    /// True when the wall clock stands still: frozen, or `freeze --wall` with the monotonic clocks running.
+    var wallFrozen: Bool?
     var processes: Int?
     var problem: String?
 }

@@ -116,6 +116,14 @@ struct CommandLineTests {
         let list = try sandbox.timectl("session", "list")
         #expect(list.lines.count == 2)
         #expect(list.lines[0].hasPrefix("alpha "))
+        #expect(list.lines[0].contains("  1  0 attached"))
+        #expect(try sandbox.timectl("--session", "alpha", "freeze", "--wall").status == 0)
+        #expect(try sandbox.timectl("--session", "beta", "freeze").status == 0)
+        let frozen = try sandbox.timectl("session", "list").lines
+        #expect(frozen[0].contains("  1, wall frozen  0 attached"))
+        #expect(frozen[1].contains("  frozen  0 attached"))
+        let json = try sandbox.timectl("session", "list", "--json").stdout
+        #expect(json.contains("\"wall_frozen\" : true"))
         #expect(try sandbox.timectl("session", "remove", "alpha", "beta").status == 0)
         #expect(try sandbox.sessions.sessionNames().isEmpty)
         #expect(try sandbox.timectl("session", "remove", "alpha").status != 0)
