@@ -158,6 +158,60 @@ struct StaticProgramTests {
         #expect(values["si_overrun"] == "3" && values["timer_getoverrun"] == "3", "\(result)")
     }
 
+    // Each trapped wait of a static program runs on a thread control block the shim lends it; 16 are ready
+    // at start-up and more are started on demand. 40 threads in waits at once need more than the first 16.
+    static let sleepers = 40
+
+    /// wait_probe staggered-sleepers' "thread=I slept=NS" lines, as I → NS.
+    func sleptByThread(_ lines: [String]) -> [Int: Int64] {
+        var slept: [Int: Int64] = [:]
+        for line in lines {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "=" }).map(String.init)
+            if fields.count == 4, fields[0] == "thread", fields[2] == "slept", let thread = Int(fields[1]),
+               let nanoseconds = Int64(fields[3]) {
+                slept[thread] = nanoseconds
+            }
+        }
+        return slept
+    }
+
+    /// Thread I of wait_probe staggered-sleepers waits I + 1 seconds.
+    var expectedSleeps: [Int: Int64] {
+        Dictionary(uniqueKeysWithValues: (0..<Self.sleepers).map { ($0, Int64($0 + 1) * Self.second) })
+    }
+
+    @Test("under run --auto-advance, 40 threads of a static C program in timed waits at once each wake at exactly their deadline")
+    func manySimultaneousWaitsUnderAutoAdvance() throws {
+        let sandbox = try frozenSandbox()
+        let probe = try staticProgram("wait_probe")
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe, "staggered-sleepers", "\(Self.sleepers)"],
+                                         guardSeconds: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(sleptByThread(result.lines) == expectedSleeps, "\(result)")
+    }
+
+    @Test("on a frozen session, status lists all 40 timed waits of a static C program's threads, and tick wakes each at its deadline")
+    func manySimultaneousWaitsListed() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let run = try AttachedRun(sandbox, session: "default", [probe, "staggered-sleepers", "\(Self.sleepers)"])
+        #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
+        let command = String("wait_probe_static".prefix(15))
+        let mine = { (waits: [PendingWait]) in waits.filter { $0.command == command } }
+        let waits = mine(sandbox.waitForWaits(session) { mine($0).count >= Self.sleepers })
+        #expect(waits.map(\.remainingNanoseconds).sorted() == (1...Self.sleepers).map { Int64($0) * Self.second }, "\(waits)")
+        #expect(Set(waits.map(\.kind)) == ["sleep", "futex"], "\(waits)")
+        #expect(Set(waits.map(\.thread)).count == Self.sleepers, "\(waits)")
+        let status = try sandbox.timectl("status")
+        #expect(status.stdout.contains("waits       \(Self.sleepers) pending"), "\(status)")
+        #expect(try sandbox.timectl("tick", "\(Self.sleepers)").status == 0)
+        #expect(run.exitStatus(guardSeconds: 60) == 0, "\(run.output) \(run.errorOutput)")
+        // One tick moved the clock past every deadline at once: each woke then, with the whole tick behind it.
+        let ticked = Int64(Self.sleepers) * Self.second
+        #expect(sleptByThread(run.lines) == expectedSleeps.mapValues { _ in ticked }, "\(run.output)")
+    }
+
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
     func descriptorExecRefused() throws {
         let sandbox = try frozenSandbox()

@@ -15,7 +15,8 @@
  * environment, its auxiliary vector with the program's AT_PHDR, AT_PHNUM,
  * AT_ENTRY, AT_EXECFN and AT_BASE 0) and jumps to the program's entry
  * point. The loader's own code and libc stay mapped, unused but for the
- * shim: nothing here may move the program break once the program runs.
+ * shim: nothing of theirs may move the program break once the program runs,
+ * which is why the loader has a malloc of its own (loader_malloc.c).
  *
  * Not attached (no session in the environment), the loader simply execs
  * PROGRAM. Errors are one line on stderr and exit status 126 (cannot run)
