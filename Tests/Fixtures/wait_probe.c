@@ -223,6 +223,33 @@ static int timerfd_periodic(int64_t interval_ms, int64_t wanted) {
     return 0;
 }
 
+/*
+ * A periodic timerfd closed while armed (a static program's close is a raw
+ * system call the shim does not see). Prints "armed pid=PID", waits for
+ * SIGUSR1, closes the timerfd and prints "closed", waits for SIGUSR1
+ * again, and prints "elapsed=NS" from when it armed it.
+ */
+static int timerfd_closed(int64_t seconds) {
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec setting = {{seconds, 0}, {seconds, 0}};
+    timerfd_settime(timer, 0, &setting, NULL);
+    started = now_ns(CLOCK_MONOTONIC);
+    printf("armed pid=%d\n", (int)getpid());
+    fflush(stdout);
+    int signal;
+    sigwait(&usr1, &signal);
+    close(timer);
+    printf("closed\n");
+    fflush(stdout);
+    sigwait(&usr1, &signal);
+    printf("elapsed=%lld\n", (long long)elapsed());
+    return 0;
+}
+
 /* ---- signals from timers ---- */
 
 static volatile sig_atomic_t alarmed;
@@ -441,6 +468,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "pselect") == 0 && argc == 3) return select_wait(n, 1);
     if (strcmp(kind, "epoll") == 0 && argc == 3) return epoll_timeout(n);
     if (strcmp(kind, "timerfd-periodic") == 0 && argc == 4) return timerfd_periodic(atoll(argv[2]), n);
+    if (strcmp(kind, "timerfd-closed") == 0 && argc == 3) return timerfd_closed(n);
     if ((strcmp(kind, "alarm") == 0 || strcmp(kind, "setitimer") == 0) && argc == 3) return interval_timer(kind, n);
     if (strcmp(kind, "timer-signal") == 0 && argc == 3) return posix_timer(n);
     if (strcmp(kind, "timer-thread") == 0 && argc == 3) return thread_timer(n);

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TimeShimC
 @testable import TimeControlKit
 
 /// Statically linked C programs on the session's timeline (issue 14 part 2,
@@ -210,6 +211,44 @@ struct StaticProgramTests {
         // One tick moved the clock past every deadline at once: each woke then, with the whole tick behind it.
         let ticked = Int64(Self.sleepers) * Self.second
         #expect(sleptByThread(run.lines) == expectedSleeps.mapValues { _ in ticked }, "\(run.output)")
+    }
+
+    @Test("a static C program's armed timerfd, closed with its raw close, leaves status at once, tick --to-next has nothing to reach, and the shim drops it at the next verb")
+    func closedTimerfdLeavesTheTable() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let run = try AttachedRun(sandbox, session: "default", [probe, "timerfd-closed", "10"])
+        let armed = try #require(run.line(startingWith: "armed pid="), "\(run.errorOutput)")
+        let pid = try #require(Int32(armed.dropFirst("armed pid=".count)))
+        let timerfds = { session.pendingWaits().filter { $0.pid == pid && $0.kind == "timerfd" } }
+        let listed = sandbox.waitForWaits(session) { waits in waits.contains { $0.pid == pid && $0.kind == "timerfd" } }
+        #expect(listed.filter { $0.pid == pid && $0.kind == "timerfd" }.map(\.remainingNanoseconds) == [10 * Self.second], "\(listed)")
+
+        #expect(kill(pid, SIGUSR1) == 0)
+        #expect(run.line(startingWith: "closed") == "closed", "\(run.output) \(run.errorOutput)")
+        #expect(timerfds().isEmpty, "\(session.pendingWaits())")
+        let status = try sandbox.timectl("status")
+        #expect(!status.stdout.contains("timerfd"), "\(status)")
+        let tick = try sandbox.timectl("tick", "--to-next")
+        #expect(tick.status == 1 && tick.stderr.contains("nothing to advance to"), "\(tick)")
+
+        // Readers skip it; the shim itself forgets it (and closes its duplicate) when the helper next looks, after a verb.
+        #expect(try sandbox.timectl("tick", "1").status == 0)
+        var buffer = session.mapping.makeWaitTableBuffer()
+        var entries: [tc_wait_slot] = []
+        for _ in 0..<200 {
+            entries = []
+            session.mapping.forEachWait(using: &buffer) { _, entry in
+                if tc_wait_owner_pid(entry.owner) == pid && entry.kind == Int32(TC_WAIT_TIMERFD.rawValue) { entries.append(entry) }
+            }
+            if entries.isEmpty { break }
+            usleep(10_000)
+        }
+        #expect(entries.isEmpty, "the shim still lists the closed timerfd")
+        #expect(kill(pid, SIGUSR1) == 0)
+        #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+        #expect(run.line(startingWith: "elapsed=", guardSeconds: 1) == "elapsed=\(Self.second)", "\(run.output)")
     }
 
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
