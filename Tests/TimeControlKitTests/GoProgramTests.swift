@@ -153,12 +153,28 @@ struct GoProgramTests {
         #expect(lines.last == "elapsed_ns \(total) expected_ns \(total)", "\(result)")
     }
 
-    @Test("os.Executable() in a static Go program names the program, not the loader that runs it")
+    @Test("a static Go program's os.Executable() and filepath.EvalSymlinks(\"/proc/self/exe\") name the program, not the loader that runs it, and /proc/self/cmdline is its own")
     func executablePath() throws {
         let (sandbox, _, environment) = try frozenSession("go-exe")
         defer { withExtendedLifetime(sandbox) {} }
         let result = try runProbe(sandbox, "go-exe", .static, ["executable"], environment: environment)
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == (try GoFixture.path("GoProbe", linking: .static)) + "\n", "\(result)")
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        #expect(result.lines == [program, program, "\(program)|executable"], "\(result)")
+    }
+
+    @Test("a static Go program that runs itself again through /proc/self/exe (os/exec) runs controlled, with and without the capabilities that let the loader make /proc/self/exe the program",
+          arguments: [false, true])
+    func reexecutesItself(withoutCapabilities: Bool) throws {
+        let (sandbox, _, _) = try frozenSession("go-reexec")
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        var command = [program, "exec", "/proc/self/exe", "now"]
+        if withoutCapabilities && StaticProgramTests.maySetExecutable {
+            command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] + command
+        }
+        let result = try sandbox.timectl(["--session", "go-reexec", "run", "--"] + command)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "\(Self.start)\n", "\(result)")
     }
 }

@@ -251,6 +251,36 @@ struct StaticProgramTests {
         #expect(run.line(startingWith: "elapsed=", guardSeconds: 1) == "elapsed=\(Self.second)", "\(run.output)")
     }
 
+    /// Whether this test process has CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, which the loader needs to make
+    /// /proc/PID/exe name the program (as root in CI).
+    static var maySetExecutable: Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let capabilities = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return capabilities & (1 << 21 | 1 << 40) != 0
+    }
+
+    @Test("a static C program sees itself in /proc as ps does: comm and cmdline are its own, readlink and realpath of /proc/self/exe name it, and /proc/self/exe is it where the loader may set it",
+          arguments: [false, true])
+    func procShowsTheProgram(withoutCapabilities: Bool) throws {
+        let sandbox = try frozenSandbox()
+        let program = try staticProgram("self_view")
+        let resolved = try #require(realpath(program, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) })
+        var command = [program, "one", "two three"]
+        // Without capabilities (an ordinary user's case), through setpriv: only possible when this process has some.
+        if withoutCapabilities && Self.maySetExecutable {
+            command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] + command
+        }
+        let exeIsProgram = Self.maySetExecutable && !withoutCapabilities
+        let result = try sandbox.timectl(["run", "--"] + command)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.lines == [
+            "comm=self_view_stati", "cmdline=\(program)|one|two three", "readlink=\(resolved)", "readlink_pid=\(resolved)",
+            "realpath=\(resolved)", "kernel_exe=\(exeIsProgram ? "program" : "other")",
+        ], "\(result)")
+    }
+
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")
     func descriptorExecRefused() throws {
         let sandbox = try frozenSandbox()

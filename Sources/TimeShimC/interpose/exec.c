@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "static_program.h"
 #include "text.h"
 #include "timectl_program.h"
 #include "timectl_program_support.h"
@@ -148,6 +149,10 @@ static const char *through_loader(int directory_fd, const char *path, char *cons
 static int prepare_exec(int directory_fd, const char *path, char *const argv[], char *const envp[], char **adjusted,
                         char *preload, size_t preload_capacity, char *loader, char **loader_argv,
                         const char **exec_path, char *const **exec_argv, char *const **use) {
+    /* A static program re-running itself: /proc/self/exe may name the loader, which needs to be told what to run. */
+    const char *own_executable;
+    if (directory_fd == AT_FDCWD && tc_static_program_names_executable(path) && tc_static_program_executable(&own_executable))
+        path = own_executable;
     *use = envp;
     *exec_path = path;
     *exec_argv = argv;
@@ -218,7 +223,7 @@ long tc_exec_checked(int directory_fd, const char *path, char *const argv[], cha
     PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, argv, envp, exec_path, exec_argv, use,
                  return -EACCES);
     if (exec_argv != argv) return tc_raw_syscall(SYS_execve, exec_path, exec_argv, use);
-    if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, path, argv, use);
+    if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, exec_path, argv, use);
     return tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags);
 }
 

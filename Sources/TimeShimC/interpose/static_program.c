@@ -322,6 +322,34 @@ int tc_static_program_executable(const char **path) {
     return 1;
 }
 
+/* Skips a decimal number at *text; its value, or −1 if there is none. */
+static long skip_number(const char **text) {
+    long value = 0;
+    const char *at = *text;
+    if (*at < '0' || *at > '9') return -1;
+    while (*at >= '0' && *at <= '9' && value < (1L << 40)) value = value * 10 + (*at++ - '0');
+    *text = at;
+    return value;
+}
+
+int tc_static_program_names_executable(const char *path) {
+    if (!tc_static_program_active() || strncmp(path, "/proc/", 6) != 0) return 0;
+    const char *at = path + 6;
+    long pid = tc_raw_syscall(SYS_getpid, 0);
+    if (strncmp(at, "thread-self/", 12) == 0) return strcmp(at + 12, "exe") == 0;
+    if (strncmp(at, "self/", 5) == 0) at += 5;
+    else if (skip_number(&at) == pid && *at == '/') at++;
+    else return 0;
+    if (strncmp(at, "task/", 5) == 0) {
+        at += 5;
+        long tid = skip_number(&at);
+        /* A thread of this process's (signal 0 only checks). */
+        if (tid <= 0 || *at != '/' || tc_raw_syscall(SYS_tgkill, pid, tid, 0) != 0) return 0;
+        at++;
+    }
+    return strcmp(at, "exe") == 0;
+}
+
 /* ---- taking the program in ---- */
 
 TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
@@ -346,6 +374,7 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
 
 int tc_static_program_active(void) { return 0; }
 int tc_static_program_executable(const char **path) { (void)path; return 0; }
+int tc_static_program_names_executable(const char *path) { (void)path; return 0; }
 
 TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
     (void)program;

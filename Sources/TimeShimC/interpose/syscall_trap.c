@@ -235,13 +235,14 @@ static long settime_call(long number, long a1, long a2) {
     return tc_syscall_settime(segment, number, a1, a2);
 }
 
-/* A static program asking where its executable is (Go's os.Executable) is told its own path, not the loader's. */
+/* A static program asking where its executable is (Go's os.Executable, filepath.EvalSymlinks of
+   /proc/self/exe) is told its own path, not the loader's. */
 static long readlink_call(long number, long a1, long a2, long a3, long a4) {
     const char *path = (const char *)(number == SYS_readlink ? a1 : a2);
     char *buffer = (char *)(number == SYS_readlink ? a2 : a3);
     long size = number == SYS_readlink ? a3 : a4;
     const char *executable;
-    if (strcmp(path, "/proc/self/exe") != 0 || !tc_static_program_executable(&executable))
+    if (!tc_static_program_names_executable(path) || !tc_static_program_executable(&executable))
         return tc_raw_syscall(number, a1, a2, a3, a4);
     if (size <= 0) return -EINVAL;
     long length = (long)strlen(executable);
