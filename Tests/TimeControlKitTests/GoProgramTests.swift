@@ -163,6 +163,31 @@ struct GoProgramTests {
         #expect(result.lines == [program, program, "\(program)|executable"], "\(result)")
     }
 
+    @Test("a static Go program that starts a static C program without the session gets the exec refused with one line; let through (TIMECTL_ALLOW_UNCONTROLLED=1), the child dies of SIGSYS at its first timed wait")
+    func unattachedStaticChild() throws {
+        let (sandbox, _, _) = try frozenSession("go-unattached")
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        let child = try CFixture.path("wait_probe_static", source: "wait_probe", flags: ["-static"])
+        let run = ["--session", "go-unattached", "run", "--"]
+        let refused = try sandbox.timectl(run + [program, "exec-without-session", child, "nanosleep-eintr", "1"])
+        #expect(refused.status == 1, "\(refused)")
+        let lines = refused.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].contains("refusing to exec \(child): started without the session")
+                    && lines[0].hasSuffix("(or set TIMECTL_ALLOW_UNCONTROLLED=1 to start it anyway)")
+                    && lines[1] == "fork/exec \(child): permission denied", "\(refused)")
+
+        let allowed = try sandbox.timectl(run + ["env", "TIMECTL_ALLOW_UNCONTROLLED=1", program, "exec-without-session", child,
+                                                 "nanosleep-eintr", "1"])
+        #expect(allowed.status == 1, "\(allowed)")
+        #expect(allowed.stderr.contains("warning: starting \(child): started without the session"), "\(allowed)")
+        #expect(allowed.stderr.contains("signal: bad system call"), "\(allowed)")
+
+        // A dynamically linked program makes its system calls from libc, away from the Go program's code: it runs.
+        let dynamic = try sandbox.timectl(run + [program, "exec-without-session", "/bin/sleep", "0"])
+        #expect(dynamic.status == 0 && dynamic.stderr.isEmpty, "\(dynamic)")
+    }
+
     @Test("a static Go program that runs itself again through /proc/self/exe (os/exec) runs controlled, with and without the capabilities that let the loader make /proc/self/exe the program",
           arguments: [false, true])
     func reexecutesItself(withoutCapabilities: Bool) throws {

@@ -530,6 +530,15 @@ static int executable_text(uintptr_t *start, uintptr_t *end) {
     return *end > *start;
 }
 
+/* The code the filter this process installed traps calls from (it survives exec): both 0 when none. */
+static uintptr_t filtered_text_start, filtered_text_end;
+
+int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end) {
+    *start = __atomic_load_n(&filtered_text_start, __ATOMIC_ACQUIRE);
+    *end = __atomic_load_n(&filtered_text_end, __ATOMIC_ACQUIRE);
+    return *end > *start;
+}
+
 static const char *install_filter(uintptr_t start, uintptr_t end, void (*handler)(int, siginfo_t *, void *)) {
     struct sock_filter instructions[96];
     int count = build_filter(start, end, instructions, sizeof(instructions) / sizeof(instructions[0]));
@@ -543,6 +552,8 @@ static const char *install_filter(uintptr_t start, uintptr_t end, void (*handler
         result = tc_raw_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
     }
     if (result != 0) return "could not install its system call filter (seccomp)";
+    __atomic_store_n(&filtered_text_start, start, __ATOMIC_RELEASE);
+    __atomic_store_n(&filtered_text_end, end, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -572,6 +583,10 @@ const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_
 }
 void tc_syscall_trap_adopt(void) {}
 int tc_syscall_trap_active(void) { return 0; }
+int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end) {
+    *start = *end = 0;
+    return 0;
+}
 void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old) { (void)action; (void)old; }
 
 #endif

@@ -10,6 +10,7 @@
 //	goprobe churn           10 × Sleep(1s) while goroutines allocate and compute (GC, SIGURG preemption); prints "elapsed_ns N"
 //	goprobe loop N          N time.Now() calls; prints "ns_per_call X" (scripts/bench-go)
 //	goprobe exec PROGRAM…   runs PROGRAM with os/exec and prints its output
+//	goprobe exec-without-session PROGRAM…  runs PROGRAM, its output this program's, without TIMECTL_SEGMENT and LD_PRELOAD
 //	goprobe executable      prints os.Executable(), filepath.EvalSymlinks("/proc/self/exe") and /proc/self/cmdline (NULs as |)
 package main
 
@@ -122,6 +123,19 @@ func main() {
 		out, err := exec.Command(os.Args[2], os.Args[3:]...).CombinedOutput()
 		fmt.Print(string(out))
 		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "exec-without-session":
+		// Its output goes straight to this program's: a refused exec's line is written where the child's stderr is.
+		command := exec.Command(os.Args[2], os.Args[3:]...)
+		command.Stdout, command.Stderr = os.Stdout, os.Stderr
+		for _, entry := range os.Environ() {
+			if !strings.HasPrefix(entry, "TIMECTL_SEGMENT=") && !strings.HasPrefix(entry, "LD_PRELOAD=") {
+				command.Env = append(command.Env, entry)
+			}
+		}
+		if err := command.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
