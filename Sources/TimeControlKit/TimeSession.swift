@@ -351,7 +351,9 @@ public final class TimeSession: Sendable {
     /// Without a `look`, each waiting process (and thread) is checked in
     /// /proc. With the scheduler's `look`, just taken, a process it saw
     /// needs no check, and a thread of it that the look did not see has
-    /// exited: its entry is stale. This process's own waits (its in-process
+    /// exited: its entry is stale. So is a timerfd whose descriptor its
+    /// process closed without the shim seeing it (`tc_wait_timerfd_closed`;
+    /// the shim drops it at its next look). This process's own waits (its in-process
     /// sleeps, thread 0) always count. `buffer` and `names` are the
     /// caller's, kept from one reading to the next.
     func pendingWaits(seen look: ProcessWatch.Look?, buffer: inout SegmentMapping.WaitTableBuffer,
@@ -377,6 +379,10 @@ public final class TimeSession: Sendable {
                 command = process.command
             } else {
                 if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
+                return
+            }
+            // A timerfd its process closed with a raw close (a Go or static program's), which the shim has not seen yet.
+            if entry.kind == Int32(TC_WAIT_TIMERFD.rawValue) && withUnsafePointer(to: entry, { tc_wait_timerfd_closed($0) }) != 0 {
                 return
             }
             let clock = VirtualClock(segmentValue: entry.vclock)

@@ -190,7 +190,8 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
     uint64_t table = u64(header + 0x20);
     unsigned entry_size = u16(header + 0x36), entries = u16(header + 0x38);
     if (entry_size < sizeof(Elf64_Phdr)) return TC_PROGRAM_NOT_INSPECTED;
-    int has_interpreter = 0, is_go = 0, load_count = 0;
+    int has_interpreter = 0, is_go = 0, load_count = 0, fixed = u16(header + 0x10) == ET_EXEC;
+    uint64_t text_start = UINT64_MAX, text_end = 0;
     uint64_t loads[MAX_LOADS][3];  /* vaddr, offset, file size */
     uint64_t dynamic_offset = 0, dynamic_size = 0;
     unsigned char headers[4096];
@@ -202,6 +203,11 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
             const unsigned char *phdr = headers + i * entry_size;
             uint32_t type = u32(phdr);
             uint64_t offset = u64(phdr + 8), vaddr = u64(phdr + 16), file_size = u64(phdr + 32), align = u64(phdr + 48);
+            if (type == PT_LOAD && (u32(phdr + 4) & PF_X)) {
+                uint64_t memory_size = u64(phdr + 40);
+                if (vaddr < text_start) text_start = vaddr;
+                if (vaddr + memory_size > text_end) text_end = vaddr + memory_size;
+            }
             if (type == PT_INTERP) has_interpreter = 1;
             if (type == PT_DYNAMIC) dynamic_offset = offset, dynamic_size = file_size;
             if (type == PT_LOAD && load_count < MAX_LOADS) {
@@ -212,6 +218,8 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
         }
     }
     if (dynamic_size) read_needed(fd, dynamic_offset, dynamic_size, (const uint64_t(*)[3])loads, load_count, program);
+    program->is_go = is_go;
+    if (fixed && text_end > text_start) program->fixed_text_start = text_start, program->fixed_text_end = text_end;
     if (!has_interpreter && !program->is_dynamic_loader) return TC_PROGRAM_STATIC;
     /* A dynamically linked Go program loads the shim, which then catches its vDSO reads and raw waits. */
     if (is_go && !tc_shim_controls_go()) return TC_PROGRAM_GO;
@@ -227,6 +235,8 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
     program->needed_count = 0;
     program->is_dynamic_loader = 0;
     program->imports_pthread_create = 0;
+    program->is_go = 0;
+    program->fixed_text_start = program->fixed_text_end = 0;
     copy_text(program->decided_on, sizeof program->decided_on, path, ~0u);
     char interpreter[256];
     for (int depth = 0; depth <= MAX_SCRIPT_DEPTH; depth++) {

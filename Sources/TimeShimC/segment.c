@@ -805,8 +805,8 @@ struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment) {
     return (struct tc_wait_slot *)((char *)segment + segment->header.wait_offset);
 }
 
-int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
-                  int64_t registered) {
+static int claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
+                 int64_t registered, uint64_t descriptors) {
     struct tc_wait_slot *slots = tc_segment_waits(segment);
     uint32_t capacity = segment->header.wait_capacity;
     /* Start where this thread usually lands, so threads rarely contend. */
@@ -822,12 +822,45 @@ int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind
         __atomic_store_n(&slots[i].vclock, vclock, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].deadline, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].descriptors, descriptors, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].owner, tc_wait_owner(pid, tid), __ATOMIC_RELEASE);
         __atomic_fetch_or(&segment->wait_map[i / 64], 1ULL << (i % 64), __ATOMIC_SEQ_CST);
         note_wait_change(segment);
         return (int)i;
     }
     return -1;
+}
+
+int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
+                  int64_t registered) {
+    return claim(segment, pid, tid, kind, vclock, deadline, registered, 0);
+}
+
+int tc_wait_claim_timer(struct tc_segment *segment, int32_t pid, int kind, int vclock, int64_t deadline,
+                        int64_t registered, uint64_t descriptors) {
+    return claim(segment, pid, 0, kind, vclock, deadline, registered, descriptors);
+}
+
+void tc_wait_set_descriptors(struct tc_segment *segment, int slot, uint64_t descriptors) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.wait_capacity) return;
+    __atomic_store_n(&tc_segment_waits(segment)[slot].descriptors, descriptors, __ATOMIC_RELEASE);
+}
+
+#ifndef SYS_kcmp
+#define SYS_kcmp 312
+#endif
+#define TC_KCMP_FILE 0
+
+int tc_timerfd_descriptors_closed(int32_t pid, uint64_t descriptors) {
+    if (descriptors == 0) return 0;
+    long fd = (long)(uint32_t)descriptors - 1, duplicate = (long)(uint32_t)(descriptors >> 32) - 1;
+    long same = tc_raw_syscall(SYS_kcmp, pid, pid, TC_KCMP_FILE, fd, duplicate);
+    /* 0: one open file. 1–3: two files (the number now names another). −EBADF: one is not open. */
+    return same > 0 || same == -EBADF;
+}
+
+int tc_wait_timerfd_closed(const struct tc_wait_slot *entry) {
+    return entry->kind == TC_WAIT_TIMERFD && tc_timerfd_descriptors_closed(tc_wait_owner_pid(entry->owner), entry->descriptors);
 }
 
 void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int64_t deadline) {
@@ -862,6 +895,7 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     out->vclock = __atomic_load_n(&entry->vclock, __ATOMIC_RELAXED);
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
+    out->descriptors = __atomic_load_n(&entry->descriptors, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock) &&
            tc_wait_kind_valid(out->kind);
 }

@@ -223,6 +223,33 @@ static int timerfd_periodic(int64_t interval_ms, int64_t wanted) {
     return 0;
 }
 
+/*
+ * A periodic timerfd closed while armed (a static program's close is a raw
+ * system call the shim does not see). Prints "armed pid=PID", waits for
+ * SIGUSR1, closes the timerfd and prints "closed", waits for SIGUSR1
+ * again, and prints "elapsed=NS" from when it armed it.
+ */
+static int timerfd_closed(int64_t seconds) {
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, NULL);
+    int timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct itimerspec setting = {{seconds, 0}, {seconds, 0}};
+    timerfd_settime(timer, 0, &setting, NULL);
+    started = now_ns(CLOCK_MONOTONIC);
+    printf("armed pid=%d\n", (int)getpid());
+    fflush(stdout);
+    int signal;
+    sigwait(&usr1, &signal);
+    close(timer);
+    printf("closed\n");
+    fflush(stdout);
+    sigwait(&usr1, &signal);
+    printf("elapsed=%lld\n", (long long)elapsed());
+    return 0;
+}
+
 /* ---- signals from timers ---- */
 
 static volatile sig_atomic_t alarmed;
@@ -353,6 +380,58 @@ static int many_sleepers(int count) {
     return 0;
 }
 
+/*
+ * Many threads in timed waits at once, each until its own deadline: thread
+ * I (from 0) waits I + 1 seconds — the even ones in nanosleep, the odd ones
+ * on a condition variable never signalled (a futex wait with a timeout),
+ * until an absolute deadline. All measure from one instant read before any
+ * starts, so a wait that began late or ended late shows. Prints "ready"
+ * once every thread is about to wait, then "thread=I slept=NS" as each wakes.
+ */
+static int64_t staggered_start;
+static pthread_barrier_t staggered_barrier;
+static pthread_mutex_t staggered_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t staggered_never;
+
+static void *staggered_sleeper(void *argument) {
+    int index = (int)(intptr_t)argument;
+    int64_t wake = staggered_start + (int64_t)(index + 1) * 1000000000LL;
+    pthread_barrier_wait(&staggered_barrier);
+    if (index % 2 == 0) {
+        struct timespec duration = {index + 1, 0};
+        while (nanosleep(&duration, &duration) != 0 && errno == EINTR) {}
+    } else {
+        struct timespec deadline = {(time_t)(wake / 1000000000LL), (long)(wake % 1000000000LL)};
+        pthread_mutex_lock(&staggered_lock);
+        while (pthread_cond_timedwait(&staggered_never, &staggered_lock, &deadline) == 0) {}
+        pthread_mutex_unlock(&staggered_lock);
+    }
+    int64_t slept = now_ns(CLOCK_MONOTONIC) - staggered_start;
+    pthread_mutex_lock(&staggered_lock);
+    printf("thread=%d slept=%lld\n", index, (long long)slept);
+    fflush(stdout);
+    pthread_mutex_unlock(&staggered_lock);
+    return NULL;
+}
+
+static int staggered_sleepers(int count) {
+    if (count <= 0) return 2;
+    pthread_condattr_t attributes;
+    pthread_condattr_init(&attributes);
+    pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
+    pthread_cond_init(&staggered_never, &attributes);
+    pthread_barrier_init(&staggered_barrier, NULL, (unsigned)count + 1);
+    staggered_start = now_ns(CLOCK_MONOTONIC);
+    pthread_t threads[count];
+    for (int i = 0; i < count; i++)
+        if (pthread_create(&threads[i], NULL, staggered_sleeper, (void *)(intptr_t)i) != 0) return 1;
+    pthread_barrier_wait(&staggered_barrier);
+    printf("ready\n");
+    fflush(stdout);
+    for (int i = 0; i < count; i++) pthread_join(threads[i], NULL);
+    return 0;
+}
+
 /* A 0 s timer re-armed for ever: a timerfd set to expire "now" after every
    expiration. It never blocks for long, so no scheduler can step it forward;
    only the loop guard ends it. */
@@ -389,6 +468,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "pselect") == 0 && argc == 3) return select_wait(n, 1);
     if (strcmp(kind, "epoll") == 0 && argc == 3) return epoll_timeout(n);
     if (strcmp(kind, "timerfd-periodic") == 0 && argc == 4) return timerfd_periodic(atoll(argv[2]), n);
+    if (strcmp(kind, "timerfd-closed") == 0 && argc == 3) return timerfd_closed(n);
     if ((strcmp(kind, "alarm") == 0 || strcmp(kind, "setitimer") == 0) && argc == 3) return interval_timer(kind, n);
     if (strcmp(kind, "timer-signal") == 0 && argc == 3) return posix_timer(n);
     if (strcmp(kind, "timer-thread") == 0 && argc == 3) return thread_timer(n);
@@ -396,6 +476,7 @@ int main(int argc, char **argv) {
     if (strcmp(kind, "abs-wall-sleep") == 0 && argc == 3) return absolute_wall_sleep(n);
     if (strcmp(kind, "rel-wall-sleep-ms") == 0 && argc == 3) return relative_wall_sleep(n);
     if (strcmp(kind, "sleepers") == 0 && argc == 3) return many_sleepers((int)n);
+    if (strcmp(kind, "staggered-sleepers") == 0 && argc == 3) return staggered_sleepers((int)n);
     if (strcmp(kind, "rearm-zero-timer") == 0) rearm_zero_timer();
 usage:
     fprintf(stderr, "usage: wait_probe KIND [ARGS] (see the source)\n");

@@ -153,12 +153,53 @@ struct GoProgramTests {
         #expect(lines.last == "elapsed_ns \(total) expected_ns \(total)", "\(result)")
     }
 
-    @Test("os.Executable() in a static Go program names the program, not the loader that runs it")
+    @Test("a static Go program's os.Executable() and filepath.EvalSymlinks(\"/proc/self/exe\") name the program, not the loader that runs it, and /proc/self/cmdline is its own")
     func executablePath() throws {
         let (sandbox, _, environment) = try frozenSession("go-exe")
         defer { withExtendedLifetime(sandbox) {} }
         let result = try runProbe(sandbox, "go-exe", .static, ["executable"], environment: environment)
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == (try GoFixture.path("GoProbe", linking: .static)) + "\n", "\(result)")
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        #expect(result.lines == [program, program, "\(program)|executable"], "\(result)")
+    }
+
+    @Test("a static Go program that starts a static C program without the session gets the exec refused with one line; let through (TIMECTL_ALLOW_UNCONTROLLED=1), the child dies of SIGSYS at its first timed wait")
+    func unattachedStaticChild() throws {
+        let (sandbox, _, _) = try frozenSession("go-unattached")
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        let child = try CFixture.path("wait_probe_static", source: "wait_probe", flags: ["-static"])
+        let run = ["--session", "go-unattached", "run", "--"]
+        let refused = try sandbox.timectl(run + [program, "exec-without-session", child, "nanosleep-eintr", "1"])
+        #expect(refused.status == 1, "\(refused)")
+        let lines = refused.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2 && lines[0].contains("refusing to exec \(child): started without the session")
+                    && lines[0].hasSuffix("(or set TIMECTL_ALLOW_UNCONTROLLED=1 to start it anyway)")
+                    && lines[1] == "fork/exec \(child): permission denied", "\(refused)")
+
+        let allowed = try sandbox.timectl(run + ["env", "TIMECTL_ALLOW_UNCONTROLLED=1", program, "exec-without-session", child,
+                                                 "nanosleep-eintr", "1"])
+        #expect(allowed.status == 1, "\(allowed)")
+        #expect(allowed.stderr.contains("warning: starting \(child): started without the session"), "\(allowed)")
+        #expect(allowed.stderr.contains("signal: bad system call"), "\(allowed)")
+
+        // A dynamically linked program makes its system calls from libc, away from the Go program's code: it runs.
+        let dynamic = try sandbox.timectl(run + [program, "exec-without-session", "/bin/sleep", "0"])
+        #expect(dynamic.status == 0 && dynamic.stderr.isEmpty, "\(dynamic)")
+    }
+
+    @Test("a static Go program that runs itself again through /proc/self/exe (os/exec) runs controlled, with and without the capabilities that let the loader make /proc/self/exe the program",
+          arguments: [false, true])
+    func reexecutesItself(withoutCapabilities: Bool) throws {
+        let (sandbox, _, _) = try frozenSession("go-reexec")
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("GoProbe", linking: .static)
+        var command = [program, "exec", "/proc/self/exe", "now"]
+        if withoutCapabilities && StaticProgramTests.maySetExecutable {
+            command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] + command
+        }
+        let result = try sandbox.timectl(["--session", "go-reexec", "run", "--"] + command)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "\(Self.start)\n", "\(result)")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TimeShimC
 @testable import TimeControlKit
 
 /// Statically linked C programs on the session's timeline (issue 14 part 2,
@@ -156,6 +157,128 @@ struct StaticProgramTests {
         #expect(values["unblocked_at"] == "\(2 * Self.second)", "\(result)")
         #expect(values["delivered_while_blocked"] == "0" && values["deliveries"] == "1", "\(result)")
         #expect(values["si_overrun"] == "3" && values["timer_getoverrun"] == "3", "\(result)")
+    }
+
+    // Each trapped wait of a static program runs on a thread control block the shim lends it; 16 are ready
+    // at start-up and more are started on demand. 40 threads in waits at once need more than the first 16.
+    static let sleepers = 40
+
+    /// wait_probe staggered-sleepers' "thread=I slept=NS" lines, as I → NS.
+    func sleptByThread(_ lines: [String]) -> [Int: Int64] {
+        var slept: [Int: Int64] = [:]
+        for line in lines {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "=" }).map(String.init)
+            if fields.count == 4, fields[0] == "thread", fields[2] == "slept", let thread = Int(fields[1]),
+               let nanoseconds = Int64(fields[3]) {
+                slept[thread] = nanoseconds
+            }
+        }
+        return slept
+    }
+
+    /// Thread I of wait_probe staggered-sleepers waits I + 1 seconds.
+    var expectedSleeps: [Int: Int64] {
+        Dictionary(uniqueKeysWithValues: (0..<Self.sleepers).map { ($0, Int64($0 + 1) * Self.second) })
+    }
+
+    @Test("under run --auto-advance, 40 threads of a static C program in timed waits at once each wake at exactly their deadline")
+    func manySimultaneousWaitsUnderAutoAdvance() throws {
+        let sandbox = try frozenSandbox()
+        let probe = try staticProgram("wait_probe")
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe, "staggered-sleepers", "\(Self.sleepers)"],
+                                         guardSeconds: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(sleptByThread(result.lines) == expectedSleeps, "\(result)")
+    }
+
+    @Test("on a frozen session, status lists all 40 timed waits of a static C program's threads, and tick wakes each at its deadline")
+    func manySimultaneousWaitsListed() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let run = try AttachedRun(sandbox, session: "default", [probe, "staggered-sleepers", "\(Self.sleepers)"])
+        #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
+        let command = String("wait_probe_static".prefix(15))
+        let mine = { (waits: [PendingWait]) in waits.filter { $0.command == command } }
+        let waits = mine(sandbox.waitForWaits(session) { mine($0).count >= Self.sleepers })
+        #expect(waits.map(\.remainingNanoseconds).sorted() == (1...Self.sleepers).map { Int64($0) * Self.second }, "\(waits)")
+        #expect(Set(waits.map(\.kind)) == ["sleep", "futex"], "\(waits)")
+        #expect(Set(waits.map(\.thread)).count == Self.sleepers, "\(waits)")
+        let status = try sandbox.timectl("status")
+        #expect(status.stdout.contains("waits       \(Self.sleepers) pending"), "\(status)")
+        #expect(try sandbox.timectl("tick", "\(Self.sleepers)").status == 0)
+        #expect(run.exitStatus(guardSeconds: 60) == 0, "\(run.output) \(run.errorOutput)")
+        // One tick moved the clock past every deadline at once: each woke then, with the whole tick behind it.
+        let ticked = Int64(Self.sleepers) * Self.second
+        #expect(sleptByThread(run.lines) == expectedSleeps.mapValues { _ in ticked }, "\(run.output)")
+    }
+
+    @Test("a static C program's armed timerfd, closed with its raw close, leaves status at once, tick --to-next has nothing to reach, and the shim drops it at the next verb")
+    func closedTimerfdLeavesTheTable() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("wait_probe")
+        let run = try AttachedRun(sandbox, session: "default", [probe, "timerfd-closed", "10"])
+        let armed = try #require(run.line(startingWith: "armed pid="), "\(run.errorOutput)")
+        let pid = try #require(Int32(armed.dropFirst("armed pid=".count)))
+        let timerfds = { session.pendingWaits().filter { $0.pid == pid && $0.kind == "timerfd" } }
+        let listed = sandbox.waitForWaits(session) { waits in waits.contains { $0.pid == pid && $0.kind == "timerfd" } }
+        #expect(listed.filter { $0.pid == pid && $0.kind == "timerfd" }.map(\.remainingNanoseconds) == [10 * Self.second], "\(listed)")
+
+        #expect(kill(pid, SIGUSR1) == 0)
+        #expect(run.line(startingWith: "closed") == "closed", "\(run.output) \(run.errorOutput)")
+        #expect(timerfds().isEmpty, "\(session.pendingWaits())")
+        let status = try sandbox.timectl("status")
+        #expect(!status.stdout.contains("timerfd"), "\(status)")
+        let tick = try sandbox.timectl("tick", "--to-next")
+        #expect(tick.status == 1 && tick.stderr.contains("nothing to advance to"), "\(tick)")
+
+        // Readers skip it; the shim itself forgets it (and closes its duplicate) when the helper next looks, after a verb.
+        #expect(try sandbox.timectl("tick", "1").status == 0)
+        var buffer = session.mapping.makeWaitTableBuffer()
+        var entries: [tc_wait_slot] = []
+        for _ in 0..<200 {
+            entries = []
+            session.mapping.forEachWait(using: &buffer) { _, entry in
+                if tc_wait_owner_pid(entry.owner) == pid && entry.kind == Int32(TC_WAIT_TIMERFD.rawValue) { entries.append(entry) }
+            }
+            if entries.isEmpty { break }
+            usleep(10_000)
+        }
+        #expect(entries.isEmpty, "the shim still lists the closed timerfd")
+        #expect(kill(pid, SIGUSR1) == 0)
+        #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+        #expect(run.line(startingWith: "elapsed=", guardSeconds: 1) == "elapsed=\(Self.second)", "\(run.output)")
+    }
+
+    /// Whether this test process has CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, which the loader needs to make
+    /// /proc/PID/exe name the program (as root in CI).
+    static var maySetExecutable: Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+              let capabilities = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return capabilities & (1 << 21 | 1 << 40) != 0
+    }
+
+    @Test("a static C program sees itself in /proc as ps does: comm and cmdline are its own, readlink and realpath of /proc/self/exe name it, and /proc/self/exe is it where the loader may set it",
+          arguments: [false, true])
+    func procShowsTheProgram(withoutCapabilities: Bool) throws {
+        let sandbox = try frozenSandbox()
+        let program = try staticProgram("self_view")
+        let resolved = try #require(realpath(program, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) })
+        var command = [program, "one", "two three"]
+        // Without capabilities (an ordinary user's case), through setpriv: only possible when this process has some.
+        if withoutCapabilities && Self.maySetExecutable {
+            command = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] + command
+        }
+        let exeIsProgram = Self.maySetExecutable && !withoutCapabilities
+        let result = try sandbox.timectl(["run", "--"] + command)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.lines == [
+            "comm=self_view_stati", "cmdline=\(program)|one|two three", "readlink=\(resolved)", "readlink_pid=\(resolved)",
+            "realpath=\(resolved)", "kernel_exe=\(exeIsProgram ? "program" : "other")",
+        ], "\(result)")
     }
 
     @Test("what still cannot be loaded is refused: a static program started from a descriptor (fexecve)")

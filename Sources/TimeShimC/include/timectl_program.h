@@ -34,6 +34,10 @@ struct tc_program {
     int is_dynamic_loader;
     /* Whether its dynamic symbols name pthread_create: a Go program's sign of cgo's runtime. */
     int imports_pthread_create;
+    /* Whether it carries Go's build id (whatever its kind): its runtime makes system calls from its own code. */
+    int is_go;
+    /* The span of its executable segments when it is loaded at fixed addresses (ET_EXEC); both 0 otherwise. */
+    uint64_t fixed_text_start, fixed_text_end;
     /* DT_NEEDED entries (the first TC_PROGRAM_MAX_NEEDED, each cut at 63 bytes). */
     int needed_count;
     char needed[TC_PROGRAM_MAX_NEEDED][64];

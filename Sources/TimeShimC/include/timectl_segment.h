@@ -277,7 +277,11 @@ struct tc_wait_slot {
     int32_t vclock;                    /* enum tc_vclock the deadline is on */
     int64_t deadline;                  /* virtual ns on vclock */
     int64_t registered;                /* real CLOCK_BOOTTIME ns at the claim */
-    uint64_t reserved[2];
+    /* An armed timerfd's: its descriptor in the process and the shim's duplicate of it, each plus one, in the
+       low and high halves (tc_wait_descriptors); 0 for every other entry. Readers drop a timerfd whose two
+       descriptors no longer name one open file: the process closed it without the shim seeing it. */
+    uint64_t descriptors;
+    uint64_t reserved;
 };
 
 /*

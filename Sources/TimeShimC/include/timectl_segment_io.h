@@ -140,10 +140,28 @@ static inline uint64_t tc_wait_owner(int32_t pid, int32_t tid) {
 static inline int32_t tc_wait_owner_pid(uint64_t owner) { return (int32_t)(owner >> 32); }
 static inline int32_t tc_wait_owner_tid(uint64_t owner) { return (int32_t)(owner & 0xffffffffu); }
 
+/* A wait slot's `descriptors` for a timerfd whose descriptor is `fd` and the shim's duplicate `duplicate`. */
+static inline uint64_t tc_wait_descriptors(int32_t fd, int32_t duplicate) {
+    return (uint64_t)(uint32_t)(fd + 1) | (uint64_t)(uint32_t)(duplicate + 1) << 32;
+}
+
 struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment);
 int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
                   int64_t registered);
+/* The same for an armed timer, with its `descriptors` (tc_wait_descriptors, or 0). */
+int tc_wait_claim_timer(struct tc_segment *segment, int32_t pid, int kind, int vclock, int64_t deadline,
+                        int64_t registered, uint64_t descriptors);
 void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int64_t deadline);
+/* A timerfd's duplicate moved to another number: its slot says so (readers then never see a stale pair). */
+void tc_wait_set_descriptors(struct tc_segment *segment, int slot, uint64_t descriptors);
+/*
+ * Whether a wait-table entry is a timerfd that its process has closed: its two descriptors (`descriptors`)
+ * no longer name one open file (kcmp). 0 when they do, when the entry records none, and when this process may
+ * not look (kcmp needs ptrace's read access to the process) or the kernel cannot (no kcmp): then it is kept.
+ */
+int tc_wait_timerfd_closed(const struct tc_wait_slot *entry);
+/* The same test for process `pid`'s timerfd with `descriptors` (the shim asks it of its own). */
+int tc_timerfd_descriptors_closed(int32_t pid, uint64_t descriptors);
 void tc_wait_release(struct tc_segment *segment, int slot, uint64_t owner);
 /* Copies a slot in use into `out`; 0 if the slot is free or changed meanwhile. */
 int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait_slot *out);

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "static_program.h"
 #include "text.h"
 #include "timectl_program.h"
 #include "timectl_program_support.h"
@@ -140,6 +141,44 @@ static const char *through_loader(int directory_fd, const char *path, char *cons
     return NULL;
 }
 
+/* TIMECTL_ALLOW_UNCONTROLLED=1 in the new image's environment: a refusal becomes a warning. */
+static int allowed_uncontrolled(char *const envp[]) {
+    const char *allow = environment_value(envp, "TIMECTL_ALLOW_UNCONTROLLED");
+    return allow && strcmp(allow, "1") == 0;
+}
+
+/*
+ * An image started without the session (its environment names no segment)
+ * by a process whose filter traps calls from a span of code keeps the
+ * filter. A static or Go program loaded at fixed addresses in that span
+ * makes its timed waits from there, and, with no shim to take the trap, its
+ * first one kills it (SIGSYS) without a word: refused instead, with one
+ * line, unless TIMECTL_ALLOW_UNCONTROLLED=1. 0 to go ahead, −1 if refused.
+ */
+static int check_unattached_exec(int directory_fd, const char *path, char *const envp[]) {
+    uintptr_t start, end;
+    if (!tc_syscall_trap_filtered_text(&start, &end)) return 0;
+    struct tc_program program;
+    tc_program_inspect(directory_fd, path, &program);
+    if ((program.kind != TC_PROGRAM_STATIC && !program.is_go) || program.fixed_text_end <= start ||
+        program.fixed_text_start >= end)
+        return 0;
+    int allowed = allowed_uncontrolled(envp);
+    struct tc_text line;
+    tc_message_begin(&line);
+    tc_text_append(&line, allowed ? "warning: starting " : "refusing to exec ");
+    tc_text_append(&line, *path ? path : "(descriptor)");
+    tc_text_append(&line, ": started without the session (no TIMECTL_SEGMENT in its environment), it keeps this"
+                          " process's system call filter, which traps timed waits made where its code lies: the first"
+                          " would kill it (SIGSYS)");
+    tc_text_append(&line, allowed ? " (TIMECTL_ALLOW_UNCONTROLLED=1)\n"
+                                  : "; keep TIMECTL_SEGMENT in its environment (or set TIMECTL_ALLOW_UNCONTROLLED=1 to"
+                                    " start it anyway)\n");
+    line.text[line.length - 1] = '\n';  /* a path too long for the line cuts it short, not its end */
+    tc_raw_syscall(SYS_write, 2, line.text, line.length);
+    return allowed ? 0 : -1;
+}
+
 /*
  * Decides an exec of an attached process: 0 to go ahead with *exec_path,
  * *exec_argv and *use (its environment), −1 if it is refused (the line is
@@ -148,11 +187,15 @@ static const char *through_loader(int directory_fd, const char *path, char *cons
 static int prepare_exec(int directory_fd, const char *path, char *const argv[], char *const envp[], char **adjusted,
                         char *preload, size_t preload_capacity, char *loader, char **loader_argv,
                         const char **exec_path, char *const **exec_argv, char *const **use) {
+    /* A static program re-running itself: /proc/self/exe may name the loader, which needs to be told what to run. */
+    const char *own_executable;
+    if (directory_fd == AT_FDCWD && tc_static_program_names_executable(path) && tc_static_program_executable(&own_executable))
+        path = own_executable;
     *use = envp;
     *exec_path = path;
     *exec_argv = argv;
     const char *segment = environment_value(envp, "TIMECTL_SEGMENT");
-    if (!segment || !*segment) return 0;
+    if (!segment || !*segment) return check_unattached_exec(directory_fd, path, envp);
     struct tc_program program;
     tc_program_inspect(directory_fd, path, &program);
     const char *problem = tc_program_problem(program.kind);
@@ -173,8 +216,7 @@ static int prepare_exec(int directory_fd, const char *path, char *const argv[], 
             *use = preload_runtime_first(program.sanitizer_runtime, envp, adjusted, preload, preload_capacity);
         return 0;
     }
-    const char *allow = environment_value(envp, "TIMECTL_ALLOW_UNCONTROLLED");
-    int allowed = allow && strcmp(allow, "1") == 0;
+    int allowed = allowed_uncontrolled(envp);
     struct tc_text line;
     tc_message_begin(&line);
     tc_text_append(&line, allowed ? "warning: " : "refusing to exec ");
@@ -218,7 +260,7 @@ long tc_exec_checked(int directory_fd, const char *path, char *const argv[], cha
     PREPARE_EXEC(directory_fd, (flags & AT_EMPTY_PATH) && !*path ? "" : path, argv, envp, exec_path, exec_argv, use,
                  return -EACCES);
     if (exec_argv != argv) return tc_raw_syscall(SYS_execve, exec_path, exec_argv, use);
-    if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, path, argv, use);
+    if (directory_fd == AT_FDCWD && !flags) return tc_raw_syscall(SYS_execve, exec_path, argv, use);
     return tc_raw_syscall(SYS_execveat, directory_fd, path, argv, use, flags);
 }
 

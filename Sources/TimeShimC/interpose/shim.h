@@ -53,6 +53,9 @@ int tc_vdso_redirect(void);
 const char *tc_syscall_trap_install(void);
 /* In a process that inherited a filter across exec: handles its traps. */
 void tc_syscall_trap_adopt(void);
+/* The span of code whose calls the filter this process installed traps, in this process and every image it
+   execs (a filter cannot be removed); 0 when this process installed none. Reads two words: exec-safe. */
+int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end);
 /* Whether the shim's SIGSYS handler is in place (the program's SIGSYS is then recorded, never installed). */
 int tc_syscall_trap_active(void);
 struct sigaction;

@@ -24,9 +24,11 @@
  *    loader ran ("lenders", which then block for ever with every signal
  *    blocked, so their TCBs are never in use by them), its FS base is
  *    swapped in (wrfsbase when the kernel allows it, else arch_prctl) and
- *    the program's put back before the handler returns. The lenders are
- *    started before the program runs: the loader's libc must never move the
- *    program break once the program's malloc owns it;
+ *    the program's put back before the handler returns. 16 are started
+ *    before the program runs, and more on demand by a thread of the shim's
+ *    (the grower) whenever every one is borrowed: starting a thread
+ *    allocates, which may, because the loader's malloc never moves the
+ *    program break that the program's malloc owns (loader/loader_malloc.c);
  *  - a program's signal handler must not run on a borrowed TCB (Go's
  *    handlers find the goroutine through FS). The program's rt_sigaction
  *    calls are trapped, and every handler it installs runs behind a wrapper
@@ -43,6 +45,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "static_program.h"
+#include "text.h"
 #include "trace.h"
 #include "waiter.h"
 #include "timectl_program_support.h"
@@ -54,6 +57,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -76,8 +80,18 @@
 #define TC_FOREIGN_FS __attribute__((noinline))
 #endif
 
-/* How many trapped calls can be in progress at once; one more waits for one of them to end. */
-#define LENDERS 16
+/*
+ * The lenders. 16 are started before the program runs; when a trapped call finds every one borrowed, it asks
+ * the grower (a thread of the shim's, with a TCB of its own that is never lent) for more and waits for one. The
+ * grower starts them with pthread_create like any thread of the shim's: the loader's malloc never moves the
+ * program break (loader/loader_malloc.c), so that is allowed while the program runs. The table is one mapping,
+ * reserved for LENDERS_MAX and filled in order: a lender's entry is published by lender_count and then never
+ * moves, so a borrower scans it without a lock.
+ */
+#define LENDERS_AT_START 16
+#define LENDERS_MAX 32768
+/* Lenders added at most at a time: the pool doubles until then. */
+#define LENDERS_GROWTH_MAX 256
 
 struct lender {
     uintptr_t tcb;          /* the lender thread's FS base */
@@ -85,11 +99,12 @@ struct lender {
     int busy;
 };
 
-static struct lender lenders[LENDERS];
-static int lender_count;
-static uint32_t lenders_returned;  /* futex word: bumped each time a TCB is given back */
+static struct lender *lenders;
+static int lender_count;           /* entries published, in order */
+static uint32_t lenders_returned;  /* futex word: bumped each time a TCB is given back or lenders are added */
 static uint32_t lenders_ready;     /* futex word: lenders that have published their TCB */
 static uint32_t lenders_park;      /* futex word the lenders block on, never woken */
+static uint32_t lenders_wanted;    /* futex word the grower waits on: bumped by a borrower that found none free */
 static int fsgsbase;
 static int active;
 static char program_path[4096];
@@ -124,25 +139,82 @@ static void *lend(void *argument) {
     return NULL;
 }
 
-static int start_lenders(void) {
+/* Starts up to `wanted` more lenders and publishes those that started; how many. Only one thread at a time
+   calls it: the loader's before the program runs, then the grower. */
+static int add_lenders(int wanted) {
+    int first = __atomic_load_n(&lender_count, __ATOMIC_RELAXED);
+    if (wanted > LENDERS_MAX - first) wanted = LENDERS_MAX - first;
     int started = 0;
-    while (started < LENDERS && tc_start_shim_thread(lend, &lenders[started], 64 * 1024) == 0) started++;
+    while (started < wanted && tc_start_shim_thread(lend, &lenders[first + started], 64 * 1024) == 0) started++;
     uint32_t ready;
-    while ((ready = __atomic_load_n(&lenders_ready, __ATOMIC_ACQUIRE)) < (uint32_t)started)
+    while ((ready = __atomic_load_n(&lenders_ready, __ATOMIC_ACQUIRE)) < (uint32_t)(first + started))
         tc_raw_syscall(SYS_futex, &lenders_ready, FUTEX_WAIT_PRIVATE, ready, 0, 0, 0);
-    lender_count = started;
+    __atomic_store_n(&lender_count, first + started, __ATOMIC_RELEASE);
     return started;
+}
+
+static int all_lent(void) {
+    int count = __atomic_load_n(&lender_count, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < count; i++)
+        if (!__atomic_load_n(&lenders[i].busy, __ATOMIC_RELAXED)) return 0;
+    return 1;
+}
+
+/* The grower: more lenders whenever a borrower found none. */
+static void *grow(void *argument) {
+    (void)argument;
+    prctl(PR_SET_NAME, "timectl-tls", 0, 0, 0);
+    uint32_t seen = 0;
+    int reported = 0;
+    for (;;) {
+        uint32_t wanted = __atomic_load_n(&lenders_wanted, __ATOMIC_ACQUIRE);
+        if (wanted == seen) {
+            tc_raw_syscall(SYS_futex, &lenders_wanted, FUTEX_WAIT_PRIVATE, seen, 0, 0, 0);
+            continue;
+        }
+        seen = wanted;
+        int count = __atomic_load_n(&lender_count, __ATOMIC_RELAXED);
+        /* One given back meanwhile woke one borrower, which may not be the only one waiting: every borrower
+           looks again, and asks again if it still finds none. */
+        int needed = all_lent();
+        if (!needed || add_lenders(count < LENDERS_GROWTH_MAX ? count : LENDERS_GROWTH_MAX) > 0) {
+            __atomic_fetch_add(&lenders_returned, 1, __ATOMIC_RELEASE);
+            tc_raw_syscall(SYS_futex, &lenders_returned, FUTEX_WAKE_PRIVATE, INT32_MAX, 0, 0, 0);
+        } else if (!reported) {
+            /* The borrowers then wait for a TCB to be given back, unlisted: say so once. */
+            reported = 1;
+            struct tc_text line;
+            tc_message_begin(&line);
+            tc_text_append(&line, "warning: cannot start another thread for the program's timed waits (");
+            tc_text_append_number(&line, count);
+            tc_text_append(&line, " are in use); more waits at once are not listed until one ends\n");
+            tc_raw_syscall(SYS_write, 2, line.text, line.length);
+        }
+    }
+    return NULL;
+}
+
+static int start_lenders(void) {
+    void *table = mmap(NULL, LENDERS_MAX * sizeof(struct lender), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (table == MAP_FAILED) return 0;
+    lenders = table;
+    if (add_lenders(LENDERS_AT_START) == 0) return 0;
+    return tc_start_shim_thread(grow, NULL, 64 * 1024) == 0;
 }
 
 TC_FOREIGN_FS static struct lender *borrow(void) {
     for (;;) {
         uint32_t returned = __atomic_load_n(&lenders_returned, __ATOMIC_ACQUIRE);
-        for (int i = 0; i < lender_count; i++) {
+        int count = __atomic_load_n(&lender_count, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < count; i++) {
             int expected = 0;
             if (__atomic_load_n(&lenders[i].busy, __ATOMIC_RELAXED) == 0 &&
                 __atomic_compare_exchange_n(&lenders[i].busy, &expected, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
                 return &lenders[i];
         }
+        __atomic_fetch_add(&lenders_wanted, 1, __ATOMIC_RELEASE);
+        tc_raw_syscall(SYS_futex, &lenders_wanted, FUTEX_WAKE_PRIVATE, 1, 0, 0, 0);
         tc_raw_syscall(SYS_futex, &lenders_returned, FUTEX_WAIT_PRIVATE, returned, 0, 0, 0);
     }
 }
@@ -156,7 +228,8 @@ TC_FOREIGN_FS static void give_back(struct lender *lender) {
 /* The borrowed TCB this thread runs on now, or NULL when FS is the program's. */
 TC_FOREIGN_FS static struct lender *borrowed_now(void) {
     uintptr_t fs = fs_base();
-    for (int i = 0; i < lender_count; i++)
+    int count = __atomic_load_n(&lender_count, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < count; i++)
         if (__atomic_load_n(&lenders[i].busy, __ATOMIC_ACQUIRE) && lenders[i].tcb == fs) return &lenders[i];
     return NULL;
 }
@@ -249,6 +322,34 @@ int tc_static_program_executable(const char **path) {
     return 1;
 }
 
+/* Skips a decimal number at *text; its value, or −1 if there is none. */
+static long skip_number(const char **text) {
+    long value = 0;
+    const char *at = *text;
+    if (*at < '0' || *at > '9') return -1;
+    while (*at >= '0' && *at <= '9' && value < (1L << 40)) value = value * 10 + (*at++ - '0');
+    *text = at;
+    return value;
+}
+
+int tc_static_program_names_executable(const char *path) {
+    if (!tc_static_program_active() || strncmp(path, "/proc/", 6) != 0) return 0;
+    const char *at = path + 6;
+    long pid = tc_raw_syscall(SYS_getpid, 0);
+    if (strncmp(at, "thread-self/", 12) == 0) return strcmp(at + 12, "exe") == 0;
+    if (strncmp(at, "self/", 5) == 0) at += 5;
+    else if (skip_number(&at) == pid && *at == '/') at++;
+    else return 0;
+    if (strncmp(at, "task/", 5) == 0) {
+        at += 5;
+        long tid = skip_number(&at);
+        /* A thread of this process's (signal 0 only checks). */
+        if (tid <= 0 || *at != '/' || tc_raw_syscall(SYS_tgkill, pid, tid, 0) != 0) return 0;
+        at++;
+    }
+    return strcmp(at, "exe") == 0;
+}
+
 /* ---- taking the program in ---- */
 
 TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
@@ -273,6 +374,7 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
 
 int tc_static_program_active(void) { return 0; }
 int tc_static_program_executable(const char **path) { (void)path; return 0; }
+int tc_static_program_names_executable(const char *path) { (void)path; return 0; }
 
 TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
     (void)program;

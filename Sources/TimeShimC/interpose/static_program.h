@@ -23,6 +23,9 @@ struct tc_kernel_sigaction {
 int tc_static_program_active(void);
 /* The program's path, for a readlink of /proc/self/exe; 0 when no static program runs here. */
 int tc_static_program_executable(const char **path);
+/* Whether `path` names this process's executable in /proc (/proc/self/exe, /proc/PID/exe, /proc/thread-self/exe,
+   /proc/PID/task/TID/exe), which the kernel answers with the loader where it could not be made the program. */
+int tc_static_program_names_executable(const char *path);
 
 /* Redirects the vDSO's clock symbols to the reads that use no thread-local state (vdso_redirect.c). */
 int tc_vdso_redirect_static(void);

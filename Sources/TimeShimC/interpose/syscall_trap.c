@@ -235,13 +235,14 @@ static long settime_call(long number, long a1, long a2) {
     return tc_syscall_settime(segment, number, a1, a2);
 }
 
-/* A static program asking where its executable is (Go's os.Executable) is told its own path, not the loader's. */
+/* A static program asking where its executable is (Go's os.Executable, filepath.EvalSymlinks of
+   /proc/self/exe) is told its own path, not the loader's. */
 static long readlink_call(long number, long a1, long a2, long a3, long a4) {
     const char *path = (const char *)(number == SYS_readlink ? a1 : a2);
     char *buffer = (char *)(number == SYS_readlink ? a2 : a3);
     long size = number == SYS_readlink ? a3 : a4;
     const char *executable;
-    if (strcmp(path, "/proc/self/exe") != 0 || !tc_static_program_executable(&executable))
+    if (!tc_static_program_names_executable(path) || !tc_static_program_executable(&executable))
         return tc_raw_syscall(number, a1, a2, a3, a4);
     if (size <= 0) return -EINVAL;
     long length = (long)strlen(executable);
@@ -529,6 +530,15 @@ static int executable_text(uintptr_t *start, uintptr_t *end) {
     return *end > *start;
 }
 
+/* The code the filter this process installed traps calls from (it survives exec): both 0 when none. */
+static uintptr_t filtered_text_start, filtered_text_end;
+
+int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end) {
+    *start = __atomic_load_n(&filtered_text_start, __ATOMIC_ACQUIRE);
+    *end = __atomic_load_n(&filtered_text_end, __ATOMIC_ACQUIRE);
+    return *end > *start;
+}
+
 static const char *install_filter(uintptr_t start, uintptr_t end, void (*handler)(int, siginfo_t *, void *)) {
     struct sock_filter instructions[96];
     int count = build_filter(start, end, instructions, sizeof(instructions) / sizeof(instructions[0]));
@@ -542,6 +552,8 @@ static const char *install_filter(uintptr_t start, uintptr_t end, void (*handler
         result = tc_raw_syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
     }
     if (result != 0) return "could not install its system call filter (seccomp)";
+    __atomic_store_n(&filtered_text_start, start, __ATOMIC_RELEASE);
+    __atomic_store_n(&filtered_text_end, end, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -571,6 +583,10 @@ const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_
 }
 void tc_syscall_trap_adopt(void) {}
 int tc_syscall_trap_active(void) { return 0; }
+int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end) {
+    *start = *end = 0;
+    return 0;
+}
 void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old) { (void)action; (void)old; }
 
 #endif

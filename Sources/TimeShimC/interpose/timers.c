@@ -10,7 +10,10 @@
  * a real kernel timer id (armed never) so that ids stay unique and valid.
  *
  * Every armed timer is listed in the segment's wait table, so `status`
- * shows it and `tick --to-next` can advance to it.
+ * shows it and `tick --to-next` can advance to it. A timerfd's entry
+ * records its descriptor and our duplicate: a Go or static program closes
+ * it with a raw close that the shim does not see, and readers, and the
+ * helper here, then find the two no longer one open file.
  *
  * Overruns as Linux counts them: a POSIX timer has at most one signal
  * queued. While it is queued (blocked, or not yet taken), further
@@ -140,6 +143,13 @@ static struct itimerspec current_setting(struct tc_segment *segment, const struc
     return setting;
 }
 
+/* What the wait table records of a timerfd, so that readers can tell it closed (tc_wait_timerfd_closed). */
+static uint64_t descriptors_of(const struct vtimer *timer) {
+    return timer->type == VTIMER_TIMERFD && timer->fd >= 0 && timer->private_fd >= 0
+               ? tc_wait_descriptors(timer->fd, timer->private_fd)
+               : 0;
+}
+
 static void disarm(struct vtimer *timer) {
     if (timer->armed && timer->wait.slot >= 0) tc_wait_end(&timer->wait);
     timer->armed = 0;
@@ -160,7 +170,7 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
     timer->queued_overrun = 0;
     timer->armed = 1;
     /* Listed as the process's (thread 0): a timer outlives the thread that armed it. */
-    tc_wait_begin_for(&timer->wait, segment, kind, timer->armed_vclock, timer->deadline, 0);
+    tc_wait_begin_timer(&timer->wait, segment, kind, timer->armed_vclock, timer->deadline, descriptors_of(timer));
 }
 
 /* Empties an eventfd without blocking, whatever the application's flags. */
@@ -173,6 +183,8 @@ static void drain(int fd) {
     tc_raw_syscall(SYS_read, fd, &count, sizeof(count));
     if (flags >= 0 && !(flags & O_NONBLOCK)) tc_raw_syscall(SYS_fcntl, fd, F_SETFL, flags);
 }
+
+static void forget_timerfd(struct vtimer *timer);
 
 /* ---- firing (the helper thread) ---- */
 
@@ -269,10 +281,15 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
     struct firing due[TC_VTIMERS];
     int count = 0;
     int64_t next = TC_FOREVER;
+    /* Closes the shim does not see are raw ones, which only Go and static programs make: theirs are looked at. */
+    int raw_closes = tc_syscall_trap_active();
     sigset_t saved;
     lock_table(&saved);
     for (int i = 0; i < TC_VTIMERS; i++) {
         struct vtimer *timer = &timers[i];
+        if (raw_closes && timer->type == VTIMER_TIMERFD &&
+            tc_timerfd_descriptors_closed(tc_shim_pid(), descriptors_of(timer)))
+            forget_timerfd(timer);
         if (timer->type == VTIMER_FREE || !timer->armed) continue;
         struct tc_wait_view view = tc_wait_look(segment, timer->armed_vclock);
         if (view.now >= timer->deadline) {
@@ -461,6 +478,7 @@ int tc_timerfd_number_taken(int fd) {
         tc_fd_release(fd);
         timers[i].private_fd = moved >= 0 ? (int)moved : -1;
         if (moved >= 0) tc_fd_claim((int)moved);
+        if (timers[i].armed) tc_wait_set_descriptors(tc_shim_segment(), timers[i].wait.slot, descriptors_of(&timers[i]));
         unlock_table(&saved);
         return 1;
     }

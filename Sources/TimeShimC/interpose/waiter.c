@@ -80,18 +80,17 @@ void tc_signal_guard_close(void) {
 
 /* ---- the wait table ---- */
 
-void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {
-    tc_wait_begin_for(wait, segment, kind, vclock, deadline, tc_gettid());
-}
-
-void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
-                       int32_t tid) {
+/* tid 0: a timer, with its `descriptors` (a timerfd's, else 0). */
+static void begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
+                  int32_t tid, uint64_t descriptors) {
     int32_t pid = tc_shim_pid();
     wait->segment = segment;
     wait->vclock = vclock;
     wait->deadline = deadline;
     wait->owner = tc_wait_owner(pid, tid);
-    wait->slot = tc_wait_claim(segment, pid, tid, kind, vclock, deadline, tc_real_ns(CLOCK_BOOTTIME));
+    int64_t registered = tc_real_ns(CLOCK_BOOTTIME);
+    wait->slot = tid ? tc_wait_claim(segment, pid, tid, kind, vclock, deadline, registered)
+                     : tc_wait_claim_timer(segment, pid, kind, vclock, deadline, registered, descriptors);
     if (deadline <= tc_segment_read(segment, vclock)) {
         tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
         if (tid != 0) tc_spin_note_futile_wait(segment);
@@ -100,6 +99,15 @@ void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kin
     }
     /* A thread's own waits are part of its recording; a timer belongs to no thread. */
     if (tid != 0 && tc_trace_mode != TC_TRACE_OFF) tc_trace_wait_begin(kind, vclock, deadline);
+}
+
+void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {
+    begin(wait, segment, kind, vclock, deadline, tc_gettid(), 0);
+}
+
+void tc_wait_begin_timer(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
+                         uint64_t descriptors) {
+    begin(wait, segment, kind, vclock, deadline, 0, descriptors);
 }
 
 void tc_wait_end(struct tc_wait *wait) {

@@ -63,9 +63,9 @@ struct tc_wait {
 };
 
 void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline);
-/* The same, listed for thread `tid` (0: the whole process, for timers). */
-void tc_wait_begin_for(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
-                       int32_t tid);
+/* The same for an armed timer, listed as the whole process's; `descriptors`: a timerfd's (tc_wait_descriptors), else 0. */
+void tc_wait_begin_timer(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
+                         uint64_t descriptors);
 void tc_wait_end(struct tc_wait *wait);
 /* pthread_cleanup_push handler: ends the wait `argument` points to. */
 void tc_wait_end_cleanup(void *argument);

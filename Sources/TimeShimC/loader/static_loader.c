@@ -15,7 +15,8 @@
  * environment, its auxiliary vector with the program's AT_PHDR, AT_PHNUM,
  * AT_ENTRY, AT_EXECFN and AT_BASE 0) and jumps to the program's entry
  * point. The loader's own code and libc stay mapped, unused but for the
- * shim: nothing here may move the program break once the program runs.
+ * shim: nothing of theirs may move the program break once the program runs,
+ * which is why the loader has a malloc of its own (loader_malloc.c).
  *
  * Not attached (no session in the environment), the loader simply execs
  * PROGRAM. Errors are one line on stderr and exit status 126 (cannot run)
@@ -35,7 +36,10 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <linux/capability.h>
+#include <linux/prctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_PHDRS 64
@@ -168,6 +172,126 @@ __attribute__((noreturn)) static void enter(uintptr_t stack, uintptr_t entry) {
     __builtin_unreachable();
 }
 
+/* ---- what /proc shows: the program's command line and, where permitted, its executable ---- */
+
+/* The kernel's record of this process's layout (/proc/self/stat fields 26–28 and 45–51), as PR_SET_MM_MAP takes it. */
+static int read_layout(struct prctl_mm_map *layout) {
+    char text[4096];
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t length = read(fd, text, sizeof text - 1);
+    close(fd);
+    if (length <= 0) return 0;
+    text[length] = 0;
+    char *field = strrchr(text, ')');
+    if (!field) return 0;
+    unsigned long long values[53] = {0};
+    int number = 2;  /* the command's field; the next is 3 */
+    for (char *at = field + 1; *at && number < 52;) {
+        while (*at == ' ') at++;
+        if (!*at) break;
+        values[++number] = strtoull(at, NULL, 10);  /* the state, field 3, is a letter: 0 */
+        while (*at && *at != ' ') at++;
+    }
+    if (number < 51) return 0;
+    memset(layout, 0, sizeof *layout);
+    layout->start_code = values[26], layout->end_code = values[27], layout->start_stack = values[28];
+    layout->start_data = values[45], layout->end_data = values[46], layout->start_brk = values[47];
+    layout->arg_start = values[48], layout->arg_end = values[49], layout->env_start = values[50];
+    layout->env_end = values[51];
+    layout->brk = (uint64_t)syscall(SYS_brk, 0);  /* the break as the kernel has it: asking moves nothing */
+    layout->exe_fd = (uint32_t)-1;
+    return 1;
+}
+
+/* Whether PR_SET_MM_MAP may change /proc/PID/exe: CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE. */
+static int may_set_executable(void) {
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2];
+    if (syscall(SYS_capget, &header, data) != 0) return 0;
+    return (data[0].effective >> CAP_SYS_ADMIN & 1) || (data[1].effective >> (CAP_CHECKPOINT_RESTORE - 32) & 1);
+}
+
+/*
+ * The kernel lets /proc/PID/exe name another file only once nothing maps
+ * the old one (EBUSY). The loader's image must stay where it is (the
+ * dynamic loader's tables, the shim's calls into this malloc): each of its
+ * mappings is replaced, in one mremap, by an anonymous copy with the same
+ * contents and protection. Another thread could only run or read it, which
+ * the swap does not disturb. 1 when nothing maps the loader's file any more.
+ */
+static int move_own_image_to_anonymous_memory(void) {
+    /* The mappings of the file /proc/self/exe names, by the path both show (on overlayfs, maps gives the
+       underlying file's device and inode, stat the overlay's). */
+    char own[PATH_MAX];
+    ssize_t own_length = readlink("/proc/self/exe", own, sizeof own - 1);
+    if (own_length <= 0) return 0;
+    own[own_length] = 0;
+    FILE *maps = fopen("/proc/self/maps", "re");
+    if (!maps) return 0;
+    struct { uintptr_t start, end; int protection; } ranges[32];
+    int count = 0, complete = 1;
+    char line[PATH_MAX + 128];
+    while (fgets(line, sizeof line, maps)) {
+        unsigned long start, end;
+        char permissions[5];
+        int path_at = 0;
+        line[strcspn(line, "\n")] = 0;
+        if (sscanf(line, "%lx-%lx %4s %*x %*x:%*x %*u %n", &start, &end, permissions, &path_at) != 3 || !path_at ||
+            strcmp(line + path_at, own) != 0)
+            continue;
+        if (count == 32 || permissions[0] != 'r') complete = 0;
+        else
+            ranges[count++] = (typeof(ranges[0])){start, end,
+                                                  (permissions[1] == 'w' ? PROT_WRITE : 0) | PROT_READ |
+                                                      (permissions[2] == 'x' ? PROT_EXEC : 0)};
+    }
+    fclose(maps);
+    for (int i = 0; i < count; i++) {
+        size_t length = ranges[i].end - ranges[i].start;
+        void *copy = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy == MAP_FAILED) return 0;
+        memcpy(copy, (void *)ranges[i].start, length);
+        if (mprotect(copy, length, ranges[i].protection) != 0 ||
+            mremap(copy, length, length, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)ranges[i].start) == MAP_FAILED) {
+            munmap(copy, length);
+            return 0;
+        }
+    }
+    return complete && count > 0;
+}
+
+/*
+ * /proc/PID/cmdline (and ps) show the arguments area the kernel recorded at
+ * exec: the loader's path, PROGRAM, then the program's argv. The program's
+ * strings are moved to the start of that area, as setproctitle moves its
+ * title, and `argv` (the loader's) is pointed at them; PR_SET_MM_MAP,
+ * which an unprivileged process may call (CONFIG_CHECKPOINT_RESTORE), then
+ * ends the area after them, and gives the kernel the program's auxiliary
+ * vector (/proc/PID/auxv) and, when `executable` is a descriptor of it,
+ * the program as /proc/PID/exe. Where that is refused, the area keeps its
+ * length and ends in NULs. 1 if /proc/PID/exe now names the program.
+ */
+static int show_program(char **argv, int argc, const Elf64_auxv_t *auxv, size_t aux_count, int executable) {
+    struct prctl_mm_map layout;
+    if (argc < 3 || !read_layout(&layout)) return 0;
+    uintptr_t first = (uintptr_t)argv[2];
+    if ((uintptr_t)argv[0] != layout.arg_start || first <= layout.arg_start || first >= layout.arg_end) return 0;
+    size_t length = layout.arg_end - first, shift = first - layout.arg_start;
+    memmove((void *)layout.arg_start, (void *)first, length);
+    memset((void *)(layout.arg_start + length), 0, shift);
+    for (int i = 2; i < argc; i++) argv[i] -= shift;
+    layout.arg_end = layout.arg_start + length;
+    layout.auxv = (__u64 *)(uintptr_t)auxv;
+    layout.auxv_size = (uint32_t)((aux_count + 1) * sizeof *auxv);
+    layout.exe_fd = executable >= 0 ? (uint32_t)executable : (uint32_t)-1;
+    if (prctl(PR_SET_MM, PR_SET_MM_MAP, &layout, sizeof layout, 0) == 0) return executable >= 0;
+    if (executable < 0) return 0;
+    layout.exe_fd = (uint32_t)-1;
+    prctl(PR_SET_MM, PR_SET_MM_MAP, &layout, sizeof layout, 0);
+    return 0;
+}
+
 static void run_unattached(char **argv, char **envp) {
     execve(program_path, argv + 2, envp);
     fail(errno == ENOENT ? 127 : 126, "exec failed", errno);
@@ -220,7 +344,9 @@ int main(int argc, char **argv, char **envp) {
 
     struct loaded loaded;
     map_program(fd, &header, phdrs, &loaded);
-    close(fd);
+    /* Kept open to become /proc/PID/exe, where that is permitted (show_program). */
+    int executable = getenv("TIMECTL_SEGMENT") && may_set_executable() && move_own_image_to_anonymous_memory() ? fd : -1;
+    if (executable < 0) close(fd);
 
     char resolved[PATH_MAX];
     struct timectl_static_program program = {
@@ -238,7 +364,8 @@ int main(int argc, char **argv, char **envp) {
     const char *base = strrchr(program_path, '/');
     prctl(PR_SET_NAME, base ? base + 1 : program_path, 0, 0, 0);
 
-    /* The initial stack: argc, argv, envp and the auxiliary vector (which follows envp's NULL), adjusted. */
+    /* The initial stack: argc, argv, envp and the auxiliary vector (which follows envp's NULL), adjusted, and
+       above them the program's path for AT_EXECFN (the loader's arguments are about to be overwritten). */
     char **environment_end = envp;
     while (*environment_end) environment_end++;
     Elf64_auxv_t *auxv = (Elf64_auxv_t *)(environment_end + 1);
@@ -246,15 +373,14 @@ int main(int argc, char **argv, char **envp) {
     while (auxv[aux_count].a_type != AT_NULL) aux_count++;
     size_t arguments = (size_t)argc - 2, environment = (size_t)(environment_end - envp);
     size_t words = 1 + arguments + 1 + environment + 1 + 2 * (aux_count + 1);
+    size_t path_size = strlen(program_path) + 1;
     /* Below this function's frame, on the process's own stack (which grows as it is written): 64 KiB of margin. */
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    uintptr_t *stack = (uintptr_t *)(((here - 65536 - words * sizeof(uintptr_t)) & ~(uintptr_t)15));
-    uintptr_t *at = stack;
-    *at++ = arguments;
-    for (size_t i = 0; i < arguments; i++) *at++ = (uintptr_t)argv[2 + i];
-    *at++ = 0;
-    for (size_t i = 0; i < environment; i++) *at++ = (uintptr_t)envp[i];
-    *at++ = 0;
+    char *execfn = (char *)(here - 65536 - path_size);
+    memcpy(execfn, program_path, path_size);
+    uintptr_t *stack = (uintptr_t *)((((uintptr_t)execfn - words * sizeof(uintptr_t)) & ~(uintptr_t)15));
+    uintptr_t *vector = stack + 1 + arguments + 1 + environment + 1;
+    Elf64_auxv_t *program_auxv = (Elf64_auxv_t *)vector;
     for (size_t i = 0; i <= aux_count; i++) {
         uint64_t type = auxv[i].a_type, value = auxv[i].a_un.a_val;
         switch (type) {
@@ -262,11 +388,23 @@ int main(int argc, char **argv, char **envp) {
         case AT_PHNUM: value = loaded.phnum; break;
         case AT_ENTRY: value = loaded.entry; break;
         case AT_BASE: value = 0; break;
-        case AT_EXECFN: value = (uintptr_t)program_path; break;
+        case AT_EXECFN: value = (uintptr_t)execfn; break;
         default: break;
         }
-        *at++ = type;
-        *at++ = value;
+        *vector++ = type;
+        *vector++ = value;
     }
+    show_program(argv, argc, program_auxv, aux_count, executable);
+    if (executable >= 0) close(executable);
+    /* The name the shim's messages give this process (libc's, which the shim runs on): the program's. */
+    program_invocation_name = argv[2];
+    const char *short_name = strrchr(argv[2], '/');
+    program_invocation_short_name = short_name ? (char *)short_name + 1 : argv[2];
+    uintptr_t *at = stack;
+    *at++ = arguments;
+    for (size_t i = 0; i < arguments; i++) *at++ = (uintptr_t)argv[2 + i];
+    *at++ = 0;
+    for (size_t i = 0; i < environment; i++) *at++ = (uintptr_t)envp[i];
+    *at++ = 0;
     enter((uintptr_t)stack, loaded.entry);
 }

@@ -20,8 +20,9 @@ struct timectl_static_program {
 /*
  * Redirects the vDSO's clock symbols to reads that use no thread-local
  * storage, traps the program's timed waits (and the calls that would take
- * SIGSYS away) made from its text, and starts every thread the shim will
- * need, so that nothing moves the program break once the program runs.
+ * SIGSYS away) made from its text, and starts the threads the shim needs
+ * (the loader's malloc never moves the program break, so it may start more
+ * later: loader_malloc.c).
  * *attached is set to 0 when this process is not attached to a session
  * (then nothing was done: exec the program). Returns NULL, or a phrase
  * saying what went wrong.

@@ -10,7 +10,8 @@
 //	goprobe churn           10 × Sleep(1s) while goroutines allocate and compute (GC, SIGURG preemption); prints "elapsed_ns N"
 //	goprobe loop N          N time.Now() calls; prints "ns_per_call X" (scripts/bench-go)
 //	goprobe exec PROGRAM…   runs PROGRAM with os/exec and prints its output
-//	goprobe executable      prints os.Executable()
+//	goprobe exec-without-session PROGRAM…  runs PROGRAM, its output this program's, without TIMECTL_SEGMENT and LD_PRELOAD
+//	goprobe executable      prints os.Executable(), filepath.EvalSymlinks("/proc/self/exe") and /proc/self/cmdline (NULs as |)
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -104,10 +107,35 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Println(path)
+		resolved, err := filepath.EvalSymlinks("/proc/self/exe")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(resolved)
+		cmdline, err := os.ReadFile("/proc/self/cmdline")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(strings.TrimSuffix(strings.ReplaceAll(string(cmdline), "\x00", "|"), "|"))
 	case "exec":
 		out, err := exec.Command(os.Args[2], os.Args[3:]...).CombinedOutput()
 		fmt.Print(string(out))
 		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	case "exec-without-session":
+		// Its output goes straight to this program's: a refused exec's line is written where the child's stderr is.
+		command := exec.Command(os.Args[2], os.Args[3:]...)
+		command.Stdout, command.Stderr = os.Stdout, os.Stderr
+		for _, entry := range os.Environ() {
+			if !strings.HasPrefix(entry, "TIMECTL_SEGMENT=") && !strings.HasPrefix(entry, "LD_PRELOAD=") {
+				command.Env = append(command.Env, entry)
+			}
+		}
+		if err := command.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
