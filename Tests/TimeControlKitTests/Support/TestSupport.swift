@@ -210,6 +210,8 @@ enum CFixture {
     static let directory: String = {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-fixtures-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        // Every test run compiles its own fixtures; leave none of them behind in /tmp.
+        atexit { try? FileManager.default.removeItem(atPath: CFixture.directory) }
         return path
     }()
 
