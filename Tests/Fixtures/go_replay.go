@@ -5,12 +5,14 @@
 //	go_replay [EXTRA]
 //
 // Three goroutines (two locked to OS threads of their own, so that at
-// least three Ms read the clock) each wait until their own 200 ms slot
+// least two more Ms read the clock) each sleep until their own 200 ms slot
 // after the start, print time.Now() in nanoseconds, sleep 700 ms, and print
-// the time again and the monotonic difference t2.Sub(t1). Their slots are
-// 200 ms apart, so the order of all the time.Now() calls is the order of
-// the slots, whatever the scheduling. Main prints the time before and
-// after, and then EXTRA more time.Now() readings (none by default).
+// the time again and the monotonic difference t2.Sub(t1). A replay hands
+// out the recorded time.Now() values in the order the process asks for
+// them, so that order is made certain here, not left to timing: the
+// readings take turns (each one waits for the one before it), main's first
+// and last. Main then prints EXTRA more time.Now() readings (none by
+// default).
 package main
 
 import (
@@ -35,8 +37,15 @@ func main() {
 		}
 		extra = n
 	}
+	// turn[k] is closed when the k-th reading after main's first may be made:
+	// 0–2 the goroutines' first, 3–5 their second, 6 main's last.
+	var turn [7]chan struct{}
+	for k := range turn {
+		turn[k] = make(chan struct{})
+	}
 	start := time.Now()
 	fmt.Println("main start", start.UnixNano())
+	close(turn[0])
 	var wg sync.WaitGroup
 	lines := make([]string, 3)
 	for g := 0; g < 3; g++ {
@@ -48,14 +57,19 @@ func main() {
 				defer runtime.UnlockOSThread()
 			}
 			time.Sleep(time.Until(start.Add(time.Duration(g+1) * slot)))
+			<-turn[g]
 			t1 := time.Now()
+			close(turn[g+1])
 			time.Sleep(700 * time.Millisecond)
+			<-turn[3+g]
 			t2 := time.Now()
+			close(turn[4+g])
 			lines[g] = fmt.Sprintf("goroutine %d %d %d %d", g, t1.UnixNano(), t2.UnixNano(), t2.Sub(t1).Nanoseconds())
 		}(g)
 	}
-	wg.Wait()
+	<-turn[6]
 	end := time.Now()
+	wg.Wait()
 	for _, line := range lines {
 		fmt.Println(line)
 	}
