@@ -10,6 +10,11 @@ import TimeShimC
 /// from the last value replayed to its process (or, on a clock it had not
 /// been replayed yet, from the next value its recording had there), moving
 /// as the replay's session moves.
+///
+/// A Go program is replayed per process, not per thread (docs/trace.md,
+/// "Go programs"): it diverges once, when it asks for more wall-clock
+/// readings (`time.Now()`) than its recording has (`go-past-end`), and its
+/// wall clock then continues from the last one replayed.
 public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The process's place in the tree (`1.2`).
     public var process: String
@@ -21,13 +26,14 @@ public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
     public var pid: Int32
     /// The thread: 0 for the main thread, then in creation order.
     public var thread: Int
-    /// Which of the thread's readings and waits it was, from 1.
+    /// Which of the thread's readings and waits it was, from 1; for `go-past-end`, which of
+    /// the process's wall-clock readings.
     public var call: Int
     /// What the recording had next (nil when it had nothing more, or no such thread or process).
     public var expected: String?
     /// What the thread asked for.
     public var asked: String
-    /// `different`, `past-end`, `no-thread` or `no-process`.
+    /// `different`, `past-end`, `no-thread`, `no-process` or `go-past-end`.
     public var reason: String
 
     /// One line for people.
@@ -37,6 +43,9 @@ public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
         case "past-end": return "replay diverged in \(who): its recording ends there; it asked for \(asked)"
         case "no-thread": return "replay diverged in \(who): the recording has no thread \(thread) in this process; it asked for \(asked)"
         case "no-process": return "replay diverged in \(who): the recording has no such process; it asked for \(asked)"
+        case "go-past-end":
+            let process = "process \(process)\(image > 1 ? ", image \(image)" : "") (\(command.joined(separator: " "))), a Go program replayed as a whole"
+            return "replay diverged in \(process): its recording has \(call - 1) wall-clock readings (time.Now()); thread \(thread) asked for one more, \(asked)"
         default: return "replay diverged in \(who): the recording has \(expected ?? "?") next; it asked for \(asked)"
         }
     }
@@ -54,6 +63,7 @@ public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
         case TC_DIVERGED_PAST_END.rawValue: reason = "past-end"
         case TC_DIVERGED_NO_THREAD.rawValue: reason = "no-thread"
         case TC_DIVERGED_NO_PROCESS.rawValue: reason = "no-process"
+        case TC_DIVERGED_GO_PAST_END.rawValue: reason = "go-past-end"
         default: reason = "different"
         }
         expected = record.reason == TC_DIVERGED_DIFFERENT.rawValue ? Self.describe(record.expected) : nil
@@ -78,14 +88,17 @@ public struct Divergence: Sendable, Hashable, Codable, CustomStringConvertible {
 public struct ReplayOutcome: Sendable, Hashable, Codable {
     /// The command's exit status (128+N if it was killed by signal N).
     public var status: Int32
-    /// The first divergence of each thread that diverged, in the order they happened.
+    /// The first divergence of each thread that diverged (of a Go program: of the process), in
+    /// the order they happened.
     public var divergences: [Divergence]
     /// What the session scheduler did: the replayed waits it ended.
     public var autoAdvance: AutoAdvance.Report
 }
 
 /// `timectl replay`: runs a command so that each thread of each process
-/// reads exactly the values its recording has, in order (SPEC §5).
+/// reads exactly the values its recording has, in order (SPEC §5). A Go
+/// program is replayed as a whole process: its `time.Now()` calls, on
+/// whatever threads, get the recorded ones in order (see ``Divergence``).
 ///
 /// The command runs on a private session that starts at real time and
 /// runs, with an auto-advance scheduler: the replayed program's waits — a

@@ -76,7 +76,9 @@ struct Replay: RunsAProgram, TakesNoSession {
             When a thread asks for more or different readings than were recorded, timectl reports \
             its first divergence (process, thread, call number, what was recorded and what it asked \
             for) on stderr, and in FILE with --report; the thread then reads a clock that continues \
-            from the last value replayed, moving as the session moves. With --strict each \
+            from the last value replayed, moving as the session moves. A Go program is replayed as a \
+            whole process: its time.Now() calls, on whatever threads, read the recorded ones in \
+            order, and it diverges only by asking for more of them. With --strict each \
             process that diverges is stopped at once (status 121), the rest run on, and timectl \
             exits 121. Otherwise it exits with \
             the command's status; 125 if timectl itself failed.
@@ -125,7 +127,7 @@ struct Replay: RunsAProgram, TakesNoSession {
 
     func writeReport(_ outcome: ReplayOutcome, command: [String], to path: String) throws(TimeControlError) {
         let report = Report(trace: trace, command: command, status: outcome.status, strict: strict, divergences: outcome.divergences,
-                            policy: "after its first divergence a thread reads a clock that continues from the last value replayed, moving as the session moves")
+                            policy: "after its first divergence a thread (of a Go program: the process) reads a clock that continues from the last value replayed, moving as the session moves")
         guard let json = try? StatusFormat.json(report) else { return }
         do {
             try (json + "\n").write(toFile: path, atomically: true, encoding: .utf8)

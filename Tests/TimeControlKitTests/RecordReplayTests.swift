@@ -149,7 +149,7 @@ struct RecordReplayTests {
         #expect(strict.status == 121, "\(strict)")
     }
 
-    @Test("a Go program's readings are recorded, dynamic and static (its replay is per OS thread: see docs/go-and-static.md)",
+    @Test("a Go program's readings are recorded, dynamic and static",
           arguments: [GoFixture.Linking.dynamic, .static])
     func goProgramRecorded(linking: GoFixture.Linking) throws {
         let sandbox = try sandbox()
@@ -166,6 +166,75 @@ struct RecordReplayTests {
         // time.Now() read the wall clock through the redirected vDSO, and the recording has what it returned.
         #expect(wallSeconds.contains(started), "\(wallSeconds) \(recorded)")
         #expect(readings.contains { if case .waitBegan = $0 { return true } else { return false } }, "the 200 ms sleep is a recorded wait")
+    }
+
+    /// Records go_replay (goroutines on several OS threads printing time.Now() and t2.Sub(t1) around sleeps).
+    func recordGoReplay(_ sandbox: Sandbox, _ linking: GoFixture.Linking) throws -> (program: String, trace: String, recorded: ProcessResult) {
+        let program = try GoFixture.path("go_replay", linking: linking)
+        let trace = sandbox.directory + "/go-\(linking).trace"
+        let recorded = try record(sandbox, trace, [program])
+        #expect(recorded.lines.count == 5, "\(recorded)")
+        // The recording is worth replaying: the wall clock was read on several OS threads, and each goroutine slept 700 ms.
+        let threadsReadingWall = try Trace(contentsOf: trace).processes.flatMap(\.threads).filter { thread in
+            thread.events.contains { if case .reading(_, let clock, _) = $0 { return clock == CLOCK_REALTIME } else { return false } }
+        }
+        #expect(threadsReadingWall.count >= 2, "\(threadsReadingWall.map(\.number))")
+        for line in recorded.lines where line.hasPrefix("goroutine") {
+            let sub = try #require(line.split(separator: " ").last.flatMap { Int64($0) }, "\(line)")
+            #expect(sub >= 700_000_000, "t2.Sub(t1) spans the 700 ms sleep: \(line)")
+        }
+        return (program, trace, recorded)
+    }
+
+    @Test("a Go program's time.Now() calls from goroutines on several OS threads replay exactly, dynamic and static",
+          arguments: [GoFixture.Linking.dynamic, .static])
+    func goProgramReplaysExactly(linking: GoFixture.Linking) throws {
+        let sandbox = try sandbox()
+        let (program, trace, recorded) = try recordGoReplay(sandbox, linking)
+        for _ in 0..<3 {
+            let replayed = try sandbox.timectl("replay", trace, "--", program)
+            #expect(replayed.status == 0, "\(replayed)")
+            #expect(replayed.stdout == recorded.stdout, "\(replayed)")
+            #expect(replayed.stderr == "", "no divergence: \(replayed.stderr)")
+        }
+        // The sleeps (2.1 s of them) are waits the replay's scheduler ends with steps, not real time.
+        let outcome = try TraceReplayer.replay(trace, command: [program], environment: sandbox.environmentEntries)
+        #expect(outcome.status == 0)
+        #expect(outcome.divergences.isEmpty, "\(outcome.divergences)")
+        #expect(outcome.autoAdvance.steps >= 1)
+    }
+
+    @Test("a Go program that asks for more time.Now() than recorded diverges once, and runs on; --strict stops it",
+          arguments: [GoFixture.Linking.dynamic, .static])
+    func goProgramDiverges(linking: GoFixture.Linking) throws {
+        let sandbox = try sandbox()
+        let (program, trace, recorded) = try recordGoReplay(sandbox, linking)
+        let report = sandbox.directory + "/report.json"
+        let replayed = try sandbox.timectl("replay", trace, "--report", report, "--", program, "3")
+        #expect(replayed.status == 0, "\(replayed)")
+        #expect(Array(replayed.lines.prefix(5)) == recorded.lines, "\(replayed)")
+        let errors = replayed.stderr.split(separator: "\n")
+        #expect(errors.count == 1, "one divergence for the process: \(replayed.stderr)")
+        // main start, 3 goroutines × 2, main end: 8 time.Now() calls were recorded.
+        #expect(errors.first?.hasPrefix("timectl: replay diverged in process 1 (") == true, "\(replayed.stderr)")
+        #expect(errors.first?.contains("a Go program replayed as a whole: its recording has 8 wall-clock readings (time.Now()); thread ") == true,
+                "\(replayed.stderr)")
+        #expect(errors.first?.hasSuffix(" asked for one more, clock_gettime(CLOCK_REALTIME)") == true, "\(replayed.stderr)")
+        // The wall clock continues from the last value replayed (main's end), moving with the session.
+        let end = try #require(recorded.lines.last?.split(separator: " ").dropFirst(2).first.flatMap { Int64($0) }, "\(recorded)")
+        let extra = replayed.lines.dropFirst(5).compactMap { $0.split(separator: " ").last.flatMap { Int64($0) } }
+        #expect(extra.count == 3, "\(replayed)")
+        #expect(extra == extra.sorted() && (extra.first ?? 0) >= end && (extra.last ?? .max) < end + 10_000_000_000, "\(extra) after \(end)")
+
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: report))) as? [String: Any]
+        let divergences = try #require(json?["divergences"] as? [[String: Any]])
+        #expect(divergences.count == 1)
+        #expect(divergences.first?["reason"] as? String == "go-past-end")
+        #expect(divergences.first?["call"] as? Int == 9)
+
+        let strict = try sandbox.timectl("replay", trace, "--strict", "--", program, "3")
+        #expect(strict.status == 121, "\(strict)")
+        #expect(strict.lines == recorded.lines, "stopped at its ninth time.Now(): \(strict)")
     }
 
     @Test("a truncated, corrupted, other-version or foreign trace is refused with one line, and nothing runs", arguments: [

@@ -153,6 +153,8 @@ enum tc_divergence_reason {
     TC_DIVERGED_PAST_END = 2,      /* the thread asked for more than was recorded */
     TC_DIVERGED_NO_THREAD = 3,     /* the process's recording has no such thread */
     TC_DIVERGED_NO_PROCESS = 4,    /* the recording has no such process */
+    TC_DIVERGED_GO_PAST_END = 5,   /* a Go program (replayed per process) asked for more wall readings than were
+                                      recorded; `call` counts its wall readings, this one included */
 };
 
 /* What a thread asked for, or what was recorded: an event without its value. */

@@ -232,6 +232,8 @@ static int attach(void) {
         if (!tc_shim_controls_go()) problem = "is a Go program, which timectl controls on x86-64 only";
         else if (!tc_vdso_redirect()) problem = "is a Go program and its vDSO clock reads could not be redirected";
         else problem = tc_syscall_trap_install();
+        /* A replay answers a Go program per process, not per thread: set up before its first reading. */
+        if (!problem) problem = tc_trace_go_program_begins(attaching_segment);
         if (problem) {
             refuse_as("program", program_invocation_name ? program_invocation_name : "(unknown)", problem, NULL);
             tc_proc_unregister(attaching_segment, process_slot, process_id);

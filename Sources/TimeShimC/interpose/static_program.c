@@ -366,6 +366,10 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
     tc_helper_poke();
     /* From now on the trace's per-thread state is kept by thread id (trace_registry.h); this thread's moves. */
     tc_trace_static_program_begins();
+    if (program->is_go) {
+        const char *problem = tc_trace_go_program_begins(segment);
+        if (problem) return problem;
+    }
     __atomic_store_n(&active, 1, __ATOMIC_RELEASE);
     return tc_syscall_trap_install_static(program->text_start, program->text_end, program->is_go);
 }

@@ -53,6 +53,10 @@ void tc_trace_static_program_begins(void) {
     else tc_replay_static_program_begins();
 }
 
+const char *tc_trace_go_program_begins(struct tc_segment *segment) {
+    return tc_trace_mode == TC_TRACE_REPLAYING ? tc_replay_go_program_begins(segment) : NULL;
+}
+
 void tc_trace_before_fork(void) {
     if (tc_trace_mode == TC_TRACE_OFF) return;
     tc_registry_before_fork();

@@ -65,6 +65,14 @@ int64_t tc_trace_session_deadline(struct tc_segment *segment, int vclock, int64_
 /* A static program takes the process over (static_program.c): per-thread state moves to slots (trace_registry.h). */
 void tc_trace_static_program_begins(void);
 
+/*
+ * The process image is a Go program (dynamic, from attach; static, from
+ * the loader), before any of its code runs. A replay then answers its
+ * readings per process, not per thread (docs/trace.md, "Go programs").
+ * NULL, or what is wrong.
+ */
+const char *tc_trace_go_program_begins(struct tc_segment *segment);
+
 void tc_trace_before_fork(void);
 void tc_trace_after_fork_in_parent(void);
 void tc_trace_after_fork_in_child(void);

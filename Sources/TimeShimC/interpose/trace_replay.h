@@ -22,9 +22,11 @@ const char *tc_replay_open(const char *trace_path, const char *directory);
 void tc_replay_wait_begin(int kind, int vclock);
 void tc_replay_wait_end(void);
 
-/* After tc_registry_after_fork_in_child: the child is paired with its own recorded image. */
 /* The main thread's state moves to its slot: a static program takes the process over (trace_registry.h). */
 void tc_replay_static_program_begins(void);
+/* This image is a Go program: from now on it is replayed per process (trace_replay.c); NULL, or what is wrong. */
+const char *tc_replay_go_program_begins(struct tc_segment *segment);
+/* After tc_registry_after_fork_in_child: the child is paired with its own recorded image. */
 void tc_replay_after_fork_in_child(void);
 
 #endif
