@@ -17,7 +17,8 @@ import TimeShimC
 ///
 /// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
 /// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
-/// names what it waits in; or that it is dead (`Z`, `X`). A thread in
+/// names what it waits in; or that it is dead (`Z`, `X`) and has woken its
+/// parent (a `children` read after the `Z` makes sure of it). A thread in
 /// uninterruptible sleep (`D`: paging in, disk I/O) goes on by itself, so it
 /// counts as running. The state letter alone is not enough: a thread
 /// preempted between marking itself asleep and calling into the scheduler
@@ -90,6 +91,8 @@ final class ProcessWatch {
     /// Pass 1's threads to judge, in order (kept to reuse its storage).
     private var judged: [WatchedThread] = []
     private var queue: [Int32] = []
+    /// Where a read that only serves as a barrier puts its answer.
+    private var barrier: [Int32] = []
     private var seen: Set<Int32> = []
     private var generation: UInt64 = 0
     /// Counts looks; a thread whose run count changed within the last ``lately`` looks is read afresh in pass 1.
@@ -200,7 +203,15 @@ final class ProcessWatch {
             if process.channelsReadable { return files.waitsInKernel(thread) == true }
         }
         guard let state = files.stat(thread), state.blocked else { return false }
-        if process.channelsReadable && !state.dead {
+        if state.dead {
+            // A thread reads `Z` from the moment its exit marks it a zombie, while it is still on its CPU, about to
+            // wake its parent from `wait` (the kernel does both under the write lock of its task list, irqs off:
+            // microseconds, unless the hypervisor takes the CPU away). Reading a `children` file takes that lock
+            // for reading: after it, the parent has been woken, so pass 2 (after all of pass 1's checks) finds it
+            // runnable, or pass 3 finds that it ran.
+            barrier.removeAll(keepingCapacity: true)
+            files.appendChildren(of: ownThread, to: &barrier)
+        } else if process.channelsReadable {
             guard files.waitsInKernel(thread) == true else { return false }
         }
         thread.blockedSinceRuns = thread.runs
