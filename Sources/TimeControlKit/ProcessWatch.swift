@@ -55,7 +55,10 @@ import TimeShimC
 /// its process that ran, so an unchanged number with unchanged counts means
 /// the same threads; a changed one makes the look fail after listing them
 /// again. A thread's `children` are read again only when its count is not
-/// the one they were read with (a fork runs the parent), when a process
+/// the one they were read with (a fork runs the parent) or was not read
+/// while the thread was off the CPU (a thread found running keeps that
+/// count while it forks and blocks: reusing a list read then would miss a
+/// child that has not run yet, and so has not attached itself either), when a process
 /// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
 /// after any watched thread or process went away (its children moved to a
 /// reaper, and the look fails). A thread that was blocked at an earlier
@@ -309,7 +312,12 @@ final class ProcessWatch {
             }
             for thread in process.threads {
                 if judging { judged.append(thread) }
-                if judging && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
+                // Only a count read while the thread was off the CPU dates a children list: a count read while it
+                // ran (found running above, or never read: a thread just listed) is the one it keeps while it forks
+                // and blocks, so a list read under that count is read again next time.
+                let offCPU = judging && (thread.freshAtLook == lookNumber ? thread.blockedSinceRuns == thread.runs
+                                                                          : thread.quietRuns == thread.runs)
+                if offCPU && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
                     && !thread.children.contains(where: { (watched[$0]?.ranAt ?? 0) > thread.childrenReadAt }) {
                     queue.append(contentsOf: thread.children)
                     continue
@@ -318,7 +326,7 @@ final class ProcessWatch {
                 files.appendChildren(of: thread, to: &thread.children)
                 sequence &+= 1
                 thread.childrenReadAt = sequence
-                if judging { (thread.childrenRuns, thread.childrenEpoch) = (thread.runs, childrenEpoch) } else { thread.childrenRuns = nil }
+                if offCPU { (thread.childrenRuns, thread.childrenEpoch) = (thread.runs, childrenEpoch) } else { thread.childrenRuns = nil }
                 queue.append(contentsOf: thread.children)
             }
         }
