@@ -17,7 +17,8 @@ import TimeShimC
 ///
 /// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
 /// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
-/// names what it waits in; or that it is dead (`Z`, `X`). A thread in
+/// names what it waits in; or that it is dead (`Z`, `X`) and has woken its
+/// parent (a `children` read after the `Z` makes sure of it). A thread in
 /// uninterruptible sleep (`D`: paging in, disk I/O) goes on by itself, so it
 /// counts as running. The state letter alone is not enough: a thread
 /// preempted between marking itself asleep and calling into the scheduler
@@ -54,7 +55,10 @@ import TimeShimC
 /// its process that ran, so an unchanged number with unchanged counts means
 /// the same threads; a changed one makes the look fail after listing them
 /// again. A thread's `children` are read again only when its count is not
-/// the one they were read with (a fork runs the parent), when a process
+/// the one they were read with (a fork runs the parent) or was not read
+/// while the thread was off the CPU (a thread found running keeps that
+/// count while it forks and blocks: reusing a list read then would miss a
+/// child that has not run yet, and so has not attached itself either), when a process
 /// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
 /// after any watched thread or process went away (its children moved to a
 /// reaper, and the look fails). A thread that was blocked at an earlier
@@ -90,6 +94,8 @@ final class ProcessWatch {
     /// Pass 1's threads to judge, in order (kept to reuse its storage).
     private var judged: [WatchedThread] = []
     private var queue: [Int32] = []
+    /// Where a read that only serves as a barrier puts its answer.
+    private var barrier: [Int32] = []
     private var seen: Set<Int32> = []
     private var generation: UInt64 = 0
     /// Counts looks; a thread whose run count changed within the last ``lately`` looks is read afresh in pass 1.
@@ -200,7 +206,15 @@ final class ProcessWatch {
             if process.channelsReadable { return files.waitsInKernel(thread) == true }
         }
         guard let state = files.stat(thread), state.blocked else { return false }
-        if process.channelsReadable && !state.dead {
+        if state.dead {
+            // A thread reads `Z` from the moment its exit marks it a zombie, while it is still on its CPU, about to
+            // wake its parent from `wait` (the kernel does both under the write lock of its task list, irqs off:
+            // microseconds, unless the hypervisor takes the CPU away). Reading a `children` file takes that lock
+            // for reading: after it, the parent has been woken, so pass 2 (after all of pass 1's checks) finds it
+            // runnable, or pass 3 finds that it ran.
+            barrier.removeAll(keepingCapacity: true)
+            files.appendChildren(of: ownThread, to: &barrier)
+        } else if process.channelsReadable {
             guard files.waitsInKernel(thread) == true else { return false }
         }
         thread.blockedSinceRuns = thread.runs
@@ -298,7 +312,12 @@ final class ProcessWatch {
             }
             for thread in process.threads {
                 if judging { judged.append(thread) }
-                if judging && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
+                // Only a count read while the thread was off the CPU dates a children list: a count read while it
+                // ran (found running above, or never read: a thread just listed) is the one it keeps while it forks
+                // and blocks, so a list read under that count is read again next time.
+                let offCPU = judging && (thread.freshAtLook == lookNumber ? thread.blockedSinceRuns == thread.runs
+                                                                          : thread.quietRuns == thread.runs)
+                if offCPU && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
                     && !thread.children.contains(where: { (watched[$0]?.ranAt ?? 0) > thread.childrenReadAt }) {
                     queue.append(contentsOf: thread.children)
                     continue
@@ -307,7 +326,7 @@ final class ProcessWatch {
                 files.appendChildren(of: thread, to: &thread.children)
                 sequence &+= 1
                 thread.childrenReadAt = sequence
-                if judging { (thread.childrenRuns, thread.childrenEpoch) = (thread.runs, childrenEpoch) } else { thread.childrenRuns = nil }
+                if offCPU { (thread.childrenRuns, thread.childrenEpoch) = (thread.runs, childrenEpoch) } else { thread.childrenRuns = nil }
                 queue.append(contentsOf: thread.children)
             }
         }
