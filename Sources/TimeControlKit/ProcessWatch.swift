@@ -48,9 +48,11 @@ import TimeShimC
 /// it unchanged (the thread was off the CPU from that look's check on), or
 /// reads it afresh and then checks that the thread is blocked — for a
 /// thread that ran lately, was never read, or that the last step woke. A
-/// look fails at once if that check finds one running, usually after a
-/// read or two. Then, per process, the number of threads (the `st_nlink`
-/// of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
+/// fresh count equal to the kept one needs no check: the thread has not
+/// been on a CPU since it was off it. The suspect (below) comes first, and
+/// is checked whatever its count, so a look fails at once if it runs,
+/// usually after a read or two. Then, per process, the number of threads
+/// (the `st_nlink` of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
 /// its process that ran, so an unchanged number with unchanged counts means
 /// the same threads; a changed one makes the look fail after listing them
 /// again. A thread's `children` are read again only when its count is not
@@ -61,8 +63,10 @@ import TimeShimC
 /// check and has not run since is still in that same wait, or has been
 /// woken and not run yet: its wait channel alone tells which (`0` when
 /// woken), so its check reads only `wchan`, not `stat`; a thread found dead
-/// stays dead. Pass 2 begins with the thread that made the last look fail
-/// (or that the last step woke). Descriptors stay open across looks (the
+/// stays dead. Passes 1 and 2 begin with the *suspect*, the thread that
+/// made the last look fail (or that the last step woke), and pass 2 goes on
+/// with the threads that ran lately, then the quiet ones: a look that fails
+/// usually fails early. Descriptors stay open across looks (the
 /// kernel regenerates a `/proc` file on every read from offset 0), and are
 /// read with the system call itself (not libc's `pread`, a cancellation
 /// point that costs a little more).
