@@ -49,9 +49,11 @@ import TimeShimC
 /// it unchanged (the thread was off the CPU from that look's check on), or
 /// reads it afresh and then checks that the thread is blocked — for a
 /// thread that ran lately, was never read, or that the last step woke. A
-/// look fails at once if that check finds one running, usually after a
-/// read or two. Then, per process, the number of threads (the `st_nlink`
-/// of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
+/// fresh count equal to the kept one needs no check: the thread has not
+/// been on a CPU since it was off it. The suspect (below) comes first, and
+/// is checked whatever its count, so a look fails at once if it runs,
+/// usually after a read or two. Then, per process, the number of threads
+/// (the `st_nlink` of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
 /// its process that ran, so an unchanged number with unchanged counts means
 /// the same threads; a changed one makes the look fail after listing them
 /// again. A thread's `children` are read again only when its count is not
@@ -65,8 +67,10 @@ import TimeShimC
 /// check and has not run since is still in that same wait, or has been
 /// woken and not run yet: its wait channel alone tells which (`0` when
 /// woken), so its check reads only `wchan`, not `stat`; a thread found dead
-/// stays dead. Pass 2 begins with the thread that made the last look fail
-/// (or that the last step woke). Descriptors stay open across looks (the
+/// stays dead. Passes 1 and 2 begin with the *suspect*, the thread that
+/// made the last look fail (or that the last step woke), and pass 2 goes on
+/// with the threads that ran lately, then the quiet ones: a look that fails
+/// usually fails early. Descriptors stay open across looks (the
 /// kernel regenerates a `/proc` file on every read from offset 0), and are
 /// read with the system call itself (not libc's `pread`, a cancellation
 /// point that costs a little more).
@@ -133,15 +137,28 @@ final class ProcessWatch {
     /// judged. `from` are the roots to start from (`roots()` by default).
     func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
         lookNumber &+= 1
-        // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of threads.
+        // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of
+        // threads; first the suspect's, checked blocked whatever its count: a look that fails usually fails there.
         var threadWentAway = false
+        if let thread = suspect, let process = thread.process, watched[process.pid] === process, !ignored.contains(process.pid),
+           process.threads.contains(where: { $0 === thread }) {
+            switch countWhileBlocked(thread, of: process, checkingQuiet: true) {
+            case .blocked: break
+            case .running: return busy(thread, process)
+            case .gone:
+                _ = gone(thread, of: process)
+                suspect = nil
+                threadWentAway = true
+            }
+        }
         for process in watched.values {
             if ignored.contains(process.pid) {  // not counted: taken as having run (see CLONE_PARENT above)
                 sequence &+= 1
                 process.ranAt = sequence
                 continue
             }
-            for thread in process.threads where thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately {
+            for thread in process.threads
+            where thread.freshAtLook != lookNumber && (thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately) {
                 switch countWhileBlocked(thread, of: process) {
                 case .blocked: continue
                 case .running: return busy(thread, process)
@@ -152,8 +169,13 @@ final class ProcessWatch {
             }
         }
         guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
-        // Pass 2: every one blocked — first the thread that made the last look fail, or that the last step woke:
-        // a look that fails usually fails there.
+        // Pass 2: every one blocked — first the thread that made the last look fail, or that the last step woke,
+        // then the others that ran lately: a look that fails usually fails there, before the quiet threads are read.
+        var recent = 0
+        for index in judged.indices where lookNumber &- judged[index].ranAtLook <= Self.lately {
+            judged.swapAt(recent, index)
+            recent += 1
+        }
         if let thread = suspect, let index = judged.firstIndex(where: { $0 === thread }), index > 0 {
             judged.swapAt(0, index)
         }
@@ -190,10 +212,15 @@ final class ProcessWatch {
     /// runs on blocks without arriving again), so the count must be followed
     /// by a blocked thread: then, if pass 3 reads the same count, the thread
     /// was off the CPU from that check on.
-    private func countWhileBlocked(_ thread: WatchedThread, of process: WatchedProcess) -> FreshCount {
+    ///
+    /// A count equal to the thread's last one read off the CPU (``WatchedThread/quietRuns``) needs no check:
+    /// the thread has not been put on a CPU since, so it is still off it — unless `checkingQuiet` (the suspect,
+    /// which is likely to have been woken: it fails the look here, before the walk).
+    private func countWhileBlocked(_ thread: WatchedThread, of process: WatchedProcess, checkingQuiet: Bool = false) -> FreshCount {
         guard let runs = files.runCount(thread) else { return .gone }
         if runs != thread.lastRuns { ranSeen(thread, of: process) }
         (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
+        if runs == thread.quietRuns && !checkingQuiet { return .blocked }
         guard blockedNow(thread, of: process) else { return thread.stale ? .gone : .running }
         return .blocked
     }

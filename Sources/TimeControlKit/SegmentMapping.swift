@@ -202,7 +202,7 @@ final class SegmentMapping: @unchecked Sendable {
         case waitChanges
     }
 
-    private func address(of word: SharedWord) -> UnsafeMutablePointer<UInt32> {
+    func address(of word: SharedWord) -> UnsafeMutablePointer<UInt32> {
         switch word {
         case .generation: return tc_generation_word(segment)
         case .waitChanges: return tc_wait_changes_word(segment)

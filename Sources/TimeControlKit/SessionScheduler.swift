@@ -20,6 +20,18 @@ import TimeShimC
 /// — a pipe, `waitpid` — changes nothing in the segment, so while anything
 /// runs the scheduler looks again after 50 µs, doubling up to 2 ms.
 ///
+/// Right after a step the next change is usually microseconds away (the
+/// woken thread ends its wait, works a little and begins the next one), and
+/// a sleeping scheduler would be woken only after its CPU woke up — about
+/// 50 µs on a virtual machine that does not poll before it halts. So for
+/// ``spinWindow`` after a step it keeps its CPU instead, as long as that
+/// takes a CPU from no one (the kernel has no more tasks runnable than the
+/// scheduler may use CPUs, checked every 20 µs): it watches the word and
+/// looks again every ``spinningPause`` while a thread runs; then it sleeps
+/// as before. It never yields the CPU while it spins: a yield hands it to
+/// any runnable task, even a `nice 19` one, until the next tick. A step
+/// costs at most ``spinWindow`` of CPU more.
+///
 /// Not thread-safe: one scheduler is driven by one thread at a time (the
 /// harness hands it from thread to thread, never to two at once).
 final class SessionScheduler: @unchecked Sendable {
@@ -49,6 +61,14 @@ final class SessionScheduler: @unchecked Sendable {
 
     static let shortestPause: Int64 = 50_000
     static let longestPause: Int64 = 2_000_000
+    /// How long after a step the scheduler spins instead of sleeping (real ns).
+    static let spinWindow: Int64 = 250_000
+    /// Within that window, the pause before looking again at a thread that runs.
+    static let spinningPause: Int64 = 5_000
+    /// Until when (real CLOCK_MONOTONIC ns) pauses may spin.
+    private var spinningUntil: Int64 = 0
+    /// The CPUs this thread may run on (spinning is for when they outnumber the runnable tasks).
+    private let usableCPUs = tc_usable_cpus()
 
     /// A scheduler for `session` watching `roots()` and their descendants.
     init(session: TimeSession, roots: @escaping () -> [Int32]) {
@@ -102,6 +122,7 @@ final class SessionScheduler: @unchecked Sendable {
             return
         }
         steps += 1
+        spinningUntil = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(Self.spinWindow)
         session.mapping.countSchedulerStep()
         if wait.thread != 0 { watch.expectRunning(pid: wait.pid, tid: wait.thread) }
         let identity = WaitIdentity(command: wait.command, kind: wait.kind, clock: wait.virtualClock)
@@ -125,13 +146,27 @@ final class SessionScheduler: @unchecked Sendable {
 
     // MARK: Waiting
 
-    /// Blocks until a wait begins or ends, `stop` changes, or `pause` real ns pass.
-    /// Returns whether the wait table changed.
+    /// Blocks until a wait begins or ends, `stop` changes, or `pause` real ns pass
+    /// (`spinning` first, within the spin window: see ``maySpin()``). Returns whether the wait table changed.
     @discardableResult
-    func pause(since changes: UInt32, nanoseconds: Int64, stop: StopFlag? = nil) -> Bool {
-        session.mapping.waitForChange(of: .waitChanges, from: changes, orOf: stop?.word, from: stop?.expected ?? 0,
-                                      realNanoseconds: nanoseconds)
+    func pause(since changes: UInt32, nanoseconds: Int64, stop: StopFlag? = nil, spinning: Bool = false) -> Bool {
+        var now = tc_real_ns(CLOCK_MONOTONIC)
+        let end = now.addingSaturating(nanoseconds)
+        if spinning {
+            tc_words_spin(session.mapping.address(of: .waitChanges), changes, stop?.word, stop?.expected ?? 0,
+                          min(end, spinningUntil), usableCPUs)
+            now = tc_real_ns(CLOCK_MONOTONIC)
+        }
+        if now < end && waitChanges == changes && !(stop?.raised ?? false) {
+            session.mapping.waitForChange(of: .waitChanges, from: changes, orOf: stop?.word, from: stop?.expected ?? 0,
+                                          realNanoseconds: end - now)
+        }
         return waitChanges != changes
+    }
+
+    /// Whether a pause may spin now: within the spin window after a step, and with a CPU to spare.
+    private func maySpin() -> Bool {
+        tc_real_ns(CLOCK_MONOTONIC) < spinningUntil && tc_cpu_to_spare(usableCPUs) != 0
     }
 
     /// Waits until the watched processes are idle or quiescent, and returns
@@ -152,9 +187,11 @@ final class SessionScheduler: @unchecked Sendable {
                 throw .realTimeLimitExceeded(waitingFor: "the processes of session '\(session.name)' to settle", limit: realTimeLimit)
             }
             try loopGuard.check(self, realNow: now)
-            if self.pause(since: changes, nanoseconds: min(pause, deadline - now)) {
+            let spinning = maySpin()
+            if self.pause(since: changes, nanoseconds: min(spinning ? Self.spinningPause : pause, deadline - now),
+                          spinning: spinning) {
                 pause = Self.shortestPause
-            } else {
+            } else if !spinning {
                 pause = min(pause * 2, Self.longestPause)
             }
         }
@@ -212,15 +249,17 @@ final class SessionScheduler: @unchecked Sendable {
                     if let maxSteps { try checkSteps(maxSteps, goal: "the processes running out of waits") }
                     try advance(to: next)
                     pause = Self.shortestPause
-                    self.pause(since: changes, nanoseconds: pause, stop: stop)
+                    self.pause(since: changes, nanoseconds: pause, stop: stop, spinning: maySpin())
                 case .idle:
                     // Only a wait beginning can give a reason to advance.
-                    self.pause(since: changes, nanoseconds: 50_000_000, stop: stop)
+                    self.pause(since: changes, nanoseconds: 50_000_000, stop: stop, spinning: maySpin())
                 case .busy, .due:
                     try loopGuard.check(self, realNow: tc_real_ns(CLOCK_MONOTONIC))
-                    if self.pause(since: changes, nanoseconds: pause, stop: stop) {
+                    let spinning = maySpin()
+                    if self.pause(since: changes, nanoseconds: spinning ? Self.spinningPause : pause, stop: stop,
+                                  spinning: spinning) {
                         pause = Self.shortestPause
-                    } else {
+                    } else if !spinning {
                         pause = min(pause * 2, Self.longestPause)
                     }
                 }

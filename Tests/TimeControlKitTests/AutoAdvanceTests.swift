@@ -96,6 +96,26 @@ struct AutoAdvanceTests {
         }
     }
 
+    @Test("a thread that a step woke and that then ends does not hold up the scheduler: its process's next waits are stepped to")
+    func wokenThreadEnds() throws {
+        let (sandbox, _) = try Sandbox.frozenSession("ending")
+        // Each worker's sleep is a step that wakes it (the scheduler's first suspect), and it ends at once.
+        let script = """
+            import threading, time
+            start = time.monotonic_ns()
+            for _ in range(3):
+                worker = threading.Thread(target=time.sleep, args=(0.01,))
+                worker.start()
+                worker.join()
+                time.sleep(1)
+            print(time.monotonic_ns() - start, flush=True)
+            """
+        let result = try sandbox.timectl("--session", "ending", "run", "--auto-advance", "--", "python3", "-c", script,
+                                         guardSeconds: 30)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout == "\(3 * (Self.second + 10 * Self.millisecond))\n")
+    }
+
     @Test("a process spinning on the clock is never advanced past: it is not quiescent (it sees only its own creep)")
     func spinnerHoldsTimeStill() throws {
         let (sandbox, _) = try Sandbox.frozenSession("spin")
@@ -139,6 +159,9 @@ struct AutoAdvanceTests {
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let tick = try sandbox.timectl("--session", "step", "tick", "10", "--step")
         #expect(tick.status == 0, "\(tick)")
+        // The program wrote both lines before the tick returned (its last sleep is pending, below), but
+        // they reach this process's reader thread a moment later.
+        _ = stepped.line(startingWith: String(Self.start + 6 * Self.second))
         #expect(stamps(stepped.output) == [Self.start + 3 * Self.second, Self.start + 6 * Self.second])
         #expect(session.wallClockNanoseconds == Self.start + 10 * Self.second)
         // tick --step settles at the end: the last sleep is already pending, 96 s to go.

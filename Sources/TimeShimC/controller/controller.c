@@ -62,6 +62,66 @@ void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns) {
     syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, timeout_ns < 0 ? NULL : &timeout, NULL, 0);
 }
 
+#include <sched.h>
+#include "timectl_realclock.h"
+
+static int loadavg_fd = -1;
+
+int tc_cpu_to_spare(int usable_cpus) {
+    int fd = __atomic_load_n(&loadavg_fd, __ATOMIC_ACQUIRE);
+    if (fd < 0) {
+        int opened = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        if (opened < 0) return 0;
+        int expected = -1;
+        if (__atomic_compare_exchange_n(&loadavg_fd, &expected, opened, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            fd = opened;
+        } else {
+            close(opened);
+            fd = expected;
+        }
+    }
+    /* "0.52 0.58 0.59 3/467 12345": the fourth field counts the runnable tasks, the caller among them. */
+    char text[128];
+    ssize_t count = pread(fd, text, sizeof text - 1, 0);
+    if (count <= 0) return 0;
+    text[count] = 0;
+    const char *field = text;
+    for (int spaces = 0; spaces < 3; field++) {
+        if (*field == 0) return 0;
+        if (*field == ' ') spaces++;
+    }
+    long runnable = 0;
+    for (; *field >= '0' && *field <= '9'; field++) runnable = runnable * 10 + (*field - '0');
+    return *field == '/' && runnable <= usable_cpus;
+}
+
+int tc_usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+    int count = CPU_COUNT(&set);
+    return count > 0 ? count : 1;
+}
+
+int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, uint32_t local_value, int64_t until_ns,
+                  int usable_cpus) {
+    int64_t next_check = tc_real_ns(CLOCK_MONOTONIC) + 20000;
+    for (;;) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) return 1;
+        if (local && __atomic_load_n(local, __ATOMIC_ACQUIRE) != local_value) return 1;
+        int64_t now = tc_real_ns(CLOCK_MONOTONIC);
+        if (now >= until_ns) return 0;
+        if (now >= next_check) {
+            if (!tc_cpu_to_spare(usable_cpus)) return 0;
+            next_check = now + 20000;
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+#endif
+    }
+}
+
 #include <sys/prctl.h>
 
 int tc_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }

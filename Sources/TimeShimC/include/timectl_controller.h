@@ -33,6 +33,18 @@ void tc_word_poke(uint32_t *word);
 /* Blocks while a process-private word holds `value`, at most `timeout_ns` (< 0: no limit). */
 void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);
 
+/* Whether every task the kernel has runnable now, system-wide (the caller among them: the
+   fourth field of /proc/loadavg), could have one of `usable_cpus` CPUs to itself: then
+   keeping a CPU busy takes it from no one. 0 when /proc/loadavg cannot be read. */
+int tc_cpu_to_spare(int usable_cpus);
+/* How many CPUs the calling thread may run on (at least 1). */
+int tc_usable_cpus(void);
+/* Spins, keeping the CPU, until `word` (or, if given, `local`) leaves its value (1), or real
+   CLOCK_MONOTONIC reaches `until_ns`, or — checked every 20 µs — there is no longer a CPU to
+   spare (0). Costs a CPU instead of a wake-up: for waits known to be short. */
+int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, uint32_t local_value, int64_t until_ns,
+                  int usable_cpus);
+
 /* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process. */
 int tc_become_subreaper(void);
 
