@@ -11,7 +11,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh -c debug
-swift test "$@"
+# The suites print thousands of lines and CI shows only the end: a failure's
+# own lines are printed again last.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+if ! swift test "$@" 2>&1 | tee "$log"; then
+    echo "== swift test failed; what failed, again:"
+    grep -E -A6 '✘|error:|Fatal error|Assertion failed' "$log" | grep -v '^--$' | tail -n 120
+    exit 1
+fi
 scripts/test-shim-sanitizers.sh
 scripts/fuzz.sh "${TIMECTL_FUZZ_SECONDS:-10}"
 scripts/docs.sh >/dev/null

@@ -25,12 +25,14 @@ import TimeShimC
 /// a sleeping scheduler would be woken only after its CPU woke up — about
 /// 50 µs on a virtual machine that does not poll before it halts. So for
 /// ``spinWindow`` after a step it keeps its CPU instead, as long as that
-/// takes a CPU from no one (the kernel has no more tasks runnable than the
-/// scheduler may use CPUs, checked every 20 µs): it watches the word and
-/// looks again every ``spinningPause`` while a thread runs; then it sleeps
-/// as before. It never yields the CPU while it spins: a yield hands it to
-/// any runnable task, even a `nice 19` one, until the next tick. A step
-/// costs at most ``spinWindow`` of CPU more.
+/// takes a CPU from no one: the kernel has no more runnable tasks than the
+/// scheduler may use CPUs, or has had more for under 20 µs (a thread
+/// handing its CPU to one it just woke), checked every 10 µs; never on a
+/// single CPU. Meanwhile it watches the word and looks again every
+/// ``spinningPause`` while a thread runs; then it sleeps as before. It
+/// never yields the CPU while it spins: a yield hands it to any runnable
+/// task, even a `nice 19` one, until the next tick. A step costs at most
+/// ``spinWindow`` of CPU more.
 ///
 /// Not thread-safe: one scheduler is driven by one thread at a time (the
 /// harness hands it from thread to thread, never to two at once).
@@ -69,6 +71,8 @@ final class SessionScheduler: @unchecked Sendable {
     private var spinningUntil: Int64 = 0
     /// The CPUs this thread may run on (spinning is for when they outnumber the runnable tasks).
     private let usableCPUs = tc_usable_cpus()
+    /// Since when the runnable tasks have outnumbered them (0: they do not); see `tc_spin_may_go_on`.
+    private var crowdedSince: Int64 = 0
 
     /// A scheduler for `session` watching `roots()` and their descendants.
     init(session: TimeSession, roots: @escaping () -> [Int32]) {
@@ -154,7 +158,7 @@ final class SessionScheduler: @unchecked Sendable {
         let end = now.addingSaturating(nanoseconds)
         if spinning {
             tc_words_spin(session.mapping.address(of: .waitChanges), changes, stop?.word, stop?.expected ?? 0,
-                          min(end, spinningUntil), usableCPUs)
+                          min(end, spinningUntil), usableCPUs, &crowdedSince)
             now = tc_real_ns(CLOCK_MONOTONIC)
         }
         if now < end && waitChanges == changes && !(stop?.raised ?? false) {
@@ -164,9 +168,10 @@ final class SessionScheduler: @unchecked Sendable {
         return waitChanges != changes
     }
 
-    /// Whether a pause may spin now: within the spin window after a step, and with a CPU to spare.
+    /// Whether a pause may spin now: within the spin window after a step, with a CPU to spare.
     private func maySpin() -> Bool {
-        tc_real_ns(CLOCK_MONOTONIC) < spinningUntil && tc_cpu_to_spare(usableCPUs) != 0
+        let now = tc_real_ns(CLOCK_MONOTONIC)
+        return now < spinningUntil && tc_spin_may_go_on(usableCPUs, &crowdedSince, now) != 0
     }
 
     /// Waits until the watched processes are idle or quiescent, and returns

@@ -23,6 +23,8 @@
 #define TC_WAIT_OFFSET (TC_PROC_OFFSET + TC_PROC_SLOTS * (uint32_t)sizeof(struct tc_proc_slot))
 #define TC_WAIT_SLOTS 4096u
 #define TC_HISTORY_OFFSET (TC_WAIT_OFFSET + TC_WAIT_SLOTS * (uint32_t)sizeof(struct tc_wait_slot))
+/* How long a lock waiter yields before it sleeps; see tc_segment_lock. */
+#define LOCK_YIELD_NS 1000000
 
 static int fail(struct tc_failure *failure, int result) {
     if (failure) failure->result = result;
@@ -649,15 +651,22 @@ int tc_segment_lock_damaged(const struct tc_segment *segment) {
 }
 
 /*
- * A compare-and-swap lock polled with short sleeps: the lock is held for a
- * verb's few microseconds, and no libc lock is involved (in the shim,
- * pthread's timed locks are the shim's own interposers). Its word names its
- * holder, so a dead holder is replaced and a damaged word is reported.
+ * A compare-and-swap lock: the lock is held for a verb's few microseconds,
+ * and no libc lock is involved (in the shim, pthread's timed locks are the
+ * shim's own interposers). Its word names its holder, so a dead holder is
+ * replaced and a damaged word is reported.
+ *
+ * For its first millisecond a waiter yields instead of sleeping: a thread
+ * asleep in a real clock_nanosleep looks, to an auto-advance scheduler, like
+ * one blocked on something outside time, so a program whose clock set met a
+ * verb would let the scheduler step past it. A yielding thread stays
+ * runnable. Only a holder kept off its CPU for longer makes it sleep.
  */
 int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_failure *failure) {
     uint64_t self = own_lock_word();
-    int64_t deadline = tc_real_ns(CLOCK_MONOTONIC) + timeout_ns;
-    for (unsigned attempt = 0;; attempt++) {
+    int64_t started = tc_real_ns(CLOCK_MONOTONIC);
+    int64_t deadline = started + timeout_ns;
+    for (;;) {
         uint64_t owner = __atomic_load_n(&segment->writer_lock, __ATOMIC_ACQUIRE);
         if (owner == 0 || (lock_owner_plausible(owner) && owner != self && lock_owner_gone(owner))) {
             if (__atomic_compare_exchange_n(&segment->writer_lock, &owner, self, 0, __ATOMIC_ACQ_REL,
@@ -666,9 +675,14 @@ int tc_segment_lock(struct tc_segment *segment, int64_t timeout_ns, struct tc_fa
             continue;
         }
         if (!lock_owner_plausible(owner)) return fail(failure, TC_E_CORRUPT);
-        if (tc_real_ns(CLOCK_MONOTONIC) >= deadline) return fail(failure, TC_E_LOCK_TIMEOUT);
-        struct timespec pause = {0, attempt < 20 ? 20000 : 200000};
-        tc_raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, 0);
+        int64_t now = tc_real_ns(CLOCK_MONOTONIC);
+        if (now >= deadline) return fail(failure, TC_E_LOCK_TIMEOUT);
+        if (now - started < LOCK_YIELD_NS) {
+            tc_raw_syscall(SYS_sched_yield, 0);
+        } else {
+            struct timespec pause = {0, 200000};
+            tc_raw_syscall(SYS_clock_nanosleep, CLOCK_MONOTONIC, 0, &pause, 0);
+        }
     }
 }
 

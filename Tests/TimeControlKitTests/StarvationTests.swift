@@ -82,6 +82,51 @@ struct StarvationTests {
         #expect(slept > 3 * Self.second && slept <= 3 * Self.second + Self.creep, "\(output)")
     }
 
+    @Test("Ruby on a frozen clock prints the frozen time and exits with no tick, three times in a row; its sleep 3 waits for tick 3")
+    func rubyFrozen() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("ruby")
+        try RubyFixture.requireRuby()
+        for _ in 1...3 {
+            let result = try sandbox.timectl(["--session", "ruby", "run", "--", "ruby", "-e", "puts Time.now.strftime('%s%N')"],
+                                             guardSeconds: 60)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.lines == [String(Self.start)], "\(result)")
+        }
+        #expect(session.wallClockNanoseconds == Self.start, "nothing spun: the clock never moved")
+        let run = try AttachedRun(sandbox, session: "ruby", ["ruby", "-e", """
+            start = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
+            sleep 3
+            puts Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - start
+            """])
+        sandbox.waitForWaits(session) { $0.contains { $0.remainingNanoseconds == 3 * Self.second } }
+        usleep(300_000)
+        #expect(run.isRunning, "returned before its deadline: \(run.output)")
+        try session.advance(by: .seconds(3))
+        #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+        // Ruby's sleep ends only once now > end: at exactly its deadline it polls with a zero timeout, which creeps the clock.
+        let slept = Int64(run.lines.first ?? "") ?? -1
+        #expect(slept > 3 * Self.second && slept <= 3 * Self.second + Self.creep, "\(run.output)")
+    }
+
+    /// Each wait of Tests/Fixtures/ruby/waits.rb returns at its virtual deadline, later only by the creeps
+    /// of Ruby's `now > end` checks (10 µs each).
+    @Test("Ruby's Timeout, condition variable, sleeping threads and IO.select end at their virtual deadlines under run --auto-advance")
+    func rubyAutoAdvanced() throws {
+        let (sandbox, _) = try Sandbox.frozenSession("rubyauto")
+        try RubyFixture.requireRuby()
+        let script = Build.packageRoot + "/Tests/Fixtures/ruby/waits.rb"
+        let result = try sandbox.timectl(["--session", "rubyauto", "run", "--auto-advance", "--", "ruby", script], guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let reported = keyedValues(result.stdout)
+        let expected: [(String, Int64)] = [("timeout", 2000), ("condition", 3500), ("threads", 5000), ("select=nil", 5250)]
+        #expect(reported.count == expected.count, "\(result)")
+        for (what, milliseconds) in expected {
+            let at = Int64(reported[what] ?? "") ?? -1
+            #expect(at >= milliseconds * Self.millisecond && at <= milliseconds * Self.millisecond + Self.millisecond,
+                    "\(what) at \(at) ns, deadline \(milliseconds) ms: \(result)")
+        }
+    }
+
     @Test("1000 uuid.uuid1() on a frozen clock finish, all different; the clock crept only while libuuid spun")
     func timeBasedUUIDs() throws {
         let (sandbox, session) = try Sandbox.frozenSession("uuid")
@@ -173,6 +218,13 @@ struct StarvationTests {
         _ = try session.advanceToNextDeadline()
         #expect(run.exitStatus() == 0)
         #expect(run.output.contains("result=ETIMEDOUT flag=0 elapsed=\(11 * Self.millisecond)"), "\(run.output)")
+    }
+}
+
+enum RubyFixture {
+    static func requireRuby() throws {
+        let found = try runProgram("/usr/bin/env", ["ruby", "--version"], environment: ProcessInfo.processInfo.environment)
+        try #require(found.status == 0, "ruby (Debian's ruby package): \(found)")
     }
 }
 

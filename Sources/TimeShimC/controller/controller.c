@@ -102,17 +102,27 @@ int tc_usable_cpus(void) {
     return count > 0 ? count : 1;
 }
 
+int tc_spin_may_go_on(int usable_cpus, int64_t *crowded_since, int64_t now) {
+    if (usable_cpus < 2) return 0;
+    if (tc_cpu_to_spare(usable_cpus)) {
+        *crowded_since = 0;
+        return 1;
+    }
+    if (*crowded_since == 0) *crowded_since = now;
+    return now - *crowded_since < 20000;
+}
+
 int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, uint32_t local_value, int64_t until_ns,
-                  int usable_cpus) {
-    int64_t next_check = tc_real_ns(CLOCK_MONOTONIC) + 20000;
+                  int usable_cpus, int64_t *crowded_since) {
+    int64_t next_check = tc_real_ns(CLOCK_MONOTONIC) + 10000;
     for (;;) {
         if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != value) return 1;
         if (local && __atomic_load_n(local, __ATOMIC_ACQUIRE) != local_value) return 1;
         int64_t now = tc_real_ns(CLOCK_MONOTONIC);
         if (now >= until_ns) return 0;
         if (now >= next_check) {
-            if (!tc_cpu_to_spare(usable_cpus)) return 0;
-            next_check = now + 20000;
+            if (!tc_spin_may_go_on(usable_cpus, crowded_since, now)) return 0;
+            next_check = now + 10000;
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();

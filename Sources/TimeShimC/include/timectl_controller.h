@@ -39,11 +39,16 @@ void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);
 int tc_cpu_to_spare(int usable_cpus);
 /* How many CPUs the calling thread may run on (at least 1). */
 int tc_usable_cpus(void);
+/* Whether a spin may go on at real time `now`: there is a CPU to spare, or there has not been
+   one for less than 20 µs (a thread handing its CPU to one it just woke is crowded for a few
+   µs); never with fewer than 2 CPUs, where anything awaited needs the spinner's CPU.
+   `*crowded_since` (0: not crowded) is the caller's, kept from one call to the next. */
+int tc_spin_may_go_on(int usable_cpus, int64_t *crowded_since, int64_t now);
 /* Spins, keeping the CPU, until `word` (or, if given, `local`) leaves its value (1), or real
-   CLOCK_MONOTONIC reaches `until_ns`, or — checked every 20 µs — there is no longer a CPU to
-   spare (0). Costs a CPU instead of a wake-up: for waits known to be short. */
+   CLOCK_MONOTONIC reaches `until_ns`, or — checked every 10 µs — the spin may not go on (0).
+   Costs a CPU instead of a wake-up: for waits known to be short. */
 int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, uint32_t local_value, int64_t until_ns,
-                  int usable_cpus);
+                  int usable_cpus, int64_t *crowded_since);
 
 /* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process. */
 int tc_become_subreaper(void);
