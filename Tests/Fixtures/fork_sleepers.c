@@ -94,10 +94,10 @@ static _Noreturn void child(int count) {
 }
 
 int main(int argc, char **argv) {
-    int count = argc == 3 ? atoi(argv[2]) : 0;
+    int count = argc == 3 ? atoi(argv[2]) : -1;
     int raw = argc == 3 && strcmp(argv[1], "syscall-fork") == 0;
-    if (count <= 0 || count > 1000 || (!raw && strcmp(argv[1], "fork") != 0)) {
-        fprintf(stderr, "usage: fork_sleepers fork|syscall-fork THREADS (1-1000)\n");
+    if (count < 0 || count > 1000 || (!raw && strcmp(argv[1], "fork") != 0)) {
+        fprintf(stderr, "usage: fork_sleepers fork|syscall-fork THREADS (0-1000)\n");
         return 2;
     }
     fflush(stdout);
