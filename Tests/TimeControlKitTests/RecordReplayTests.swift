@@ -149,6 +149,32 @@ struct RecordReplayTests {
         #expect(strict.status == 121, "\(strict)")
     }
 
+    @Test("a static C program's fork child (no exec) is recorded as the parent's first child, and replays what it measured")
+    func staticForkChild() throws {
+        let sandbox = try sandbox()
+        let trace = sandbox.directory + "/static-fork.trace"
+        let probe = try CFixture.path("fork_sleepers_static", source: "fork_sleepers", flags: ["-static"])
+        // No threads but the child's own: its one sleep and reading, the parent's two readings.
+        let recorded = try record(sandbox, trace, [probe, "fork", "0"])
+        let processes = try Trace(contentsOf: trace).processes
+        #expect(processes.map(\.path) == ["1", "1.1"], "\(processes)")
+        let child = try #require(processes.first { $0.path == "1.1" })
+        #expect(child.threads.map(\.number) == [0], "\(child)")
+        let events = child.threads.first?.events ?? []
+        #expect(events.filter(\.isReading).count == 1 && events.contains {
+            if case .waitBegan(let kind, _, _) = $0 { return kind == "sleep" } else { return false }
+        }, "\(child)")
+        // The child's pid differs in every run; what it and its parent measured does not.
+        let measured = { (result: ProcessResult) in result.lines.filter { !$0.hasPrefix("child pid=") } }
+        #expect(measured(recorded).count == 2, "\(recorded)")
+        for _ in 0..<3 {
+            let replayed = try sandbox.timectl("replay", trace, "--", probe, "fork", "0")
+            #expect(replayed.status == 0, "\(replayed)")
+            #expect(measured(replayed) == measured(recorded), "\(replayed)")
+            #expect(replayed.stderr == "", "no divergence: \(replayed.stderr)")
+        }
+    }
+
     @Test("a Go program's readings are recorded, dynamic and static",
           arguments: [GoFixture.Linking.dynamic, .static])
     func goProgramRecorded(linking: GoFixture.Linking) throws {

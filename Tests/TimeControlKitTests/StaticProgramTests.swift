@@ -213,6 +213,84 @@ struct StaticProgramTests {
         #expect(sleptByThread(run.lines) == expectedSleeps.mapValues { _ in ticked }, "\(run.output)")
     }
 
+    // A static program's fork child without exec: the child has the forking thread only (no lender threads, no
+    // grower, no helper of the shim's); the shim makes it its own, as a dynamic program's child. 20 threads in
+    // waits at once need more lenders than the one the child starts with.
+    static let forkedSleepers = 20
+
+    /// fork_sleepers' "child thread=I slept=NS" lines as I → NS, and the child's main thread's as −1 → NS.
+    func childSlept(_ lines: [String]) -> [Int: Int64] {
+        var slept: [Int: Int64] = [:]
+        for line in lines {
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "=" }).map(String.init)
+            guard fields.first == "child", let nanoseconds = fields.last.flatMap({ Int64($0) }) else { continue }
+            if fields.count == 5, fields[1] == "thread", fields[3] == "slept", let thread = Int(fields[2]) {
+                slept[thread] = nanoseconds
+            } else if fields.count == 4, fields[1] == "main", fields[2] == "slept" {
+                slept[-1] = nanoseconds
+            }
+        }
+        return slept
+    }
+
+    /// Thread I of fork_sleepers' child waits I + 1 seconds, its main thread one second more than the last.
+    func expectedChildSleeps(_ threads: Int) -> [Int: Int64] {
+        var slept = Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, Int64($0 + 1) * Self.second) })
+        slept[-1] = Int64(threads + 1) * Self.second
+        return slept
+    }
+
+    @Test("under run --auto-advance, a static C program's fork child (no exec) with 20 threads in timed waits: each wait ends at exactly its deadline, and the parent reaps it",
+          arguments: ["fork", "syscall-fork"])
+    func forkChildWaitsUnderAutoAdvance(fork: String) throws {
+        let sandbox = try frozenSandbox()
+        let probe = try staticProgram("fork_sleepers")
+        let result = try sandbox.timectl(["run", "--auto-advance", "--", probe, fork, "\(Self.forkedSleepers)"], guardSeconds: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(childSlept(result.lines) == expectedChildSleeps(Self.forkedSleepers), "\(result)")
+        let last = Int64(Self.forkedSleepers + 1) * Self.second
+        #expect(result.lines.last == "parent status=0 elapsed=\(last)", "\(result)")
+    }
+
+    @Test("on a frozen session, a static C program's fork child (no exec) is in status's processes, its threads' timed waits are listed under its pid, and each tick wakes the wait it reaches")
+    func forkChildWaitsListedAndTicked() throws {
+        let sandbox = try frozenSandbox()
+        let session = try sandbox.session("default")
+        let probe = try staticProgram("fork_sleepers")
+        let threads = 5
+        let run = try AttachedRun(sandbox, session: "default", [probe, "fork", "\(threads)"])
+        let ready = try #require(run.line(startingWith: "child pid="), "\(run.errorOutput)")
+        let child = try #require(Int32(String(ready.dropFirst("child pid=".count).prefix { $0.isNumber })), "\(ready)")
+        let listed = sandbox.waitForWaits(session) { waits in waits.filter { $0.pid == child }.count >= threads + 1 }
+        let waits: [PendingWait] = listed.filter { $0.pid == child }
+        let deadlines = (1...threads + 1).map { Int64($0) * Self.second }
+        #expect(waits.map(\.remainingNanoseconds).sorted() == deadlines, "\(listed)")
+        #expect(Set(waits.map(\.kind)) == ["sleep", "futex", "poll"], "\(waits)")
+        #expect(Set(waits.map(\.thread)).count == threads + 1, "\(waits)")
+        #expect(listed.allSatisfy { $0.pid == child }, "only the child waits in time (the parent is in waitpid): \(listed)")
+
+        let status = try decodeStatus(sandbox.timectl("status", "--json"))
+        let parent = try #require(status.processes.first { $0.pid != child }, "\(status.processes)")
+        #expect(Set(status.processes.map(\.pid)) == [parent.pid, child], "\(status.processes)")
+        #expect(status.waits.filter { $0.pid == child }.count == threads + 1, "\(status.waits)")
+        let text = try sandbox.timectl("status")
+        #expect(text.stdout.contains("waits       \(threads + 1) pending"), "\(text)")
+
+        // One second at a time: each tick reaches one deadline, and only the wait that has it ends, then.
+        for second in 1...threads + 1 {
+            #expect(try sandbox.timectl("tick", "1").status == 0)
+            let woken = second <= threads ? "child thread=\(second - 1) slept=" : "child main slept="
+            #expect(run.line(startingWith: woken) == woken + "\(Int64(second) * Self.second)", "\(run.output)")
+            let left: [PendingWait] = sandbox.waitForWaits(session) { $0.filter { $0.pid == child }.count == threads + 1 - second }
+            let remaining: [Int64] = left.filter { $0.pid == child }.map(\.remainingNanoseconds).sorted()
+            let expected: [Int64] = deadlines.dropFirst(second).map { $0 - Int64(second) * Self.second }
+            #expect(remaining == expected, "\(left)")
+        }
+        #expect(run.exitStatus(guardSeconds: 60) == 0, "\(run.output) \(run.errorOutput)")
+        #expect(run.line(startingWith: "parent status=") == "parent status=0 elapsed=\(Int64(threads + 1) * Self.second)", "\(run.output)")
+        #expect(childSlept(run.lines) == expectedChildSleeps(threads), "\(run.output)")
+    }
+
     @Test("a static C program's armed timerfd, closed with its raw close, leaves status at once, tick --to-next has nothing to reach, and the shim drops it at the next verb")
     func closedTimerfdLeavesTheTable() throws {
         let sandbox = try frozenSandbox()

@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "real.h"
+#include "static_program.h"
 #include "text.h"
 #include "trace.h"
 #include "waiter.h"
@@ -137,6 +138,7 @@ static void after_fork_in_child(void) {
     /* Before the waiters' part, which unblocks signals: a handler's reading then records into the child's own file. */
     tc_trace_after_fork_in_child();
     tc_waiters_after_fork_in_child();
+    if (tc_static_program_active()) tc_static_program_after_fork_in_child();
 }
 
 __attribute__((destructor)) static void detach_at_exit(void) {

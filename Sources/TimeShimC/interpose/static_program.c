@@ -257,8 +257,39 @@ TC_FOREIGN_FS void tc_static_sigsys_entry(int signal, siginfo_t *info, void *con
     lender->program_fs = program_fs;
     set_fs_base(lender->tcb);
     handle_on_own_tls_pointer(signal, info, context, tid);
+    /* A fork child has a table of its own, in which this TCB moved (tc_static_program_after_fork_in_child). */
+    if (info->si_syscall == SYS_fork || info->si_syscall == SYS_clone) lender = borrowed_now();
     set_fs_base(program_fs);
-    give_back(lender);
+    if (lender) give_back(lender);
+}
+
+/*
+ * In a fork child (fork_call in syscall_trap.c, from the pthread_atfork handler in shim.c), on the TCB the forking
+ * thread borrowed. The parent's lenders and grower are not in the child, and the shim's libc has reclaimed their
+ * threads' stacks, TCBs included: the child's table holds only the TCB in use, which no thread of the child's
+ * runs on, so it is lent like any other, and a grower of the child's own adds lenders as the child's threads
+ * need them (the parent's 16 at start would cost every fork that then execs 16 threads).
+ */
+void tc_static_program_after_fork_in_child(void) {
+    struct lender *own = borrowed_now();
+    int count = __atomic_load_n(&lender_count, __ATOMIC_RELAXED);
+    struct lender kept = own ? *own : (struct lender){0};
+    memset(lenders, 0, (size_t)count * sizeof(struct lender));
+    lenders[0] = kept;
+    lender_count = own ? 1 : 0;
+    lenders_ready = own ? 1 : 0;
+    lenders_wanted = 0;
+    lenders_returned = 0;
+    if (!own || tc_start_shim_thread(grow, NULL, 64 * 1024) != 0) {
+        /* Without a grower, a trapped wait would wait for a TCB for ever: say so rather than hang. */
+        struct tc_text line;
+        tc_message_begin(&line);
+        tc_text_append(&line, "cannot start the shim's thread in a fork child; exiting\n");
+        tc_raw_syscall(SYS_write, 2, line.text, line.length);
+        tc_raw_syscall(SYS_exit_group, TC_SHIM_REFUSAL_STATUS);
+    }
+    /* The helper that wakes waits on descriptors after each verb, started now as in the parent. */
+    tc_helper_poke();
 }
 
 /* ---- the program's signal handlers ---- */
@@ -379,6 +410,7 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
 int tc_static_program_active(void) { return 0; }
 int tc_static_program_executable(const char **path) { (void)path; return 0; }
 int tc_static_program_names_executable(const char *path) { (void)path; return 0; }
+void tc_static_program_after_fork_in_child(void) {}
 
 TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
     (void)program;

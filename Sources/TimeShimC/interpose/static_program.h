@@ -35,6 +35,9 @@ void tc_static_sigsys_entry(int signal, siginfo_t *info, void *context);
 /* A static program's rt_sigaction (not SIGSYS): its handlers run behind a wrapper that puts its FS back. */
 long tc_static_sigaction(long signal, const struct tc_kernel_sigaction *action, struct tc_kernel_sigaction *old);
 
+/* In a fork child, from the shim's pthread_atfork handler: lenders, grower and helper of the child's own. */
+void tc_static_program_after_fork_in_child(void);
+
 /* In syscall_trap.c. Traps a static program's timed waits made from [text_start, text_end); NULL or a problem. */
 const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_end, int is_go);
 /* Whether a SIGSYS is one of the filter's traps (reads only `info`). */

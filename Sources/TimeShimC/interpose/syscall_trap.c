@@ -45,6 +45,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -52,6 +53,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
+#include <unistd.h>
 
 #if defined(__x86_64__)
 
@@ -297,6 +299,29 @@ static long sigprocmask_call(long how, long set, long old_set, long size, uconte
 }
 
 /*
+ * A static program's fork (its libc's clone(SIGCHLD | CLONE_CHILD_*TID, stack 0), or fork) is made by the
+ * shim's libc instead, as a dynamic program's fork is: its pthread_atfork handlers (shim.c) register the child
+ * in the session's process table, take the trace's child ordinal and give the child its own waits, timers and
+ * threads (static_program.c), and that libc's fork leaves its own thread list and locks right for the child,
+ * which starts threads of the shim's. The flags the filter lets through are emulated: the tid words the
+ * program's libc asked the kernel to write, and to clear at exit. The child returns through this handler on
+ * the same stack, as from the raw call.
+ */
+static long fork_call(long number, long flags, long parent_tid, long child_tid) {
+    pid_t pid = fork();
+    if (pid < 0) return -errno;
+    if (number != SYS_clone) return pid;
+    if (pid == 0) {
+        long tid = tc_raw_syscall(SYS_gettid, 0);
+        if (flags & CLONE_CHILD_SETTID) *(int32_t *)child_tid = (int32_t)tid;
+        if (flags & CLONE_CHILD_CLEARTID) tc_raw_syscall(SYS_set_tid_address, child_tid);
+    } else if (flags & CLONE_PARENT_SETTID) {
+        *(int32_t *)parent_tid = pid;
+    }
+    return pid;
+}
+
+/*
  * os/exec starts programs with raw execs: checked as libc's are, so an uncontrollable program is refused
  * rather than started under this filter, which would kill it with SIGSYS at its first wait, and a static
  * one is started through the loader. Stack and raw system calls only (static_program.c calls it on the
@@ -333,6 +358,8 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
     case SYS_rt_sigprocmask: return sigprocmask_call(a1, a2, a3, a4, context);
     case SYS_execve:
     case SYS_execveat: return exec_call(number, r);
+    case SYS_fork:
+    case SYS_clone: return fork_call(number, a1, a3, a4);
     case SYS_clock_settime:
     case SYS_settimeofday:
     case SYS_adjtimex:
@@ -407,7 +434,7 @@ static int install_handler(void (*handler)(int, siginfo_t *, void *)) {
 #define IP_HIGH (DATA(instruction_pointer) + 4)
 
 /* A tiny assembler: jumps name labels, resolved into BPF's relative offsets. */
-enum label { NEXT = 0, ALLOW, TRAP, FUTEX, TIMEOUT, EPOLL, SIGMASK, POLL, POINTER2, POINTER3, POINTER4, LABELS };
+enum label { NEXT = 0, ALLOW, TRAP, FUTEX, TIMEOUT, EPOLL, SIGMASK, POLL, POINTER2, POINTER3, POINTER4, CLONE, LABELS };
 
 struct step {
     uint16_t code;
@@ -434,7 +461,9 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
     /* Compared in 32-bit halves: the text must not cross (or end on) a 4 GiB boundary. */
     if ((text_start >> 32) != (text_end >> 32)) return 0;
     /* A static C program waits through its own libc's raw calls: poll, select and their kin too. */
-    uint32_t only_static[] = {SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6, SYS_epoll_pwait2, SYS_readlink, SYS_readlinkat};
+    /* And it forks by itself (fork_call). */
+    uint32_t only_static[] = {SYS_poll,     SYS_ppoll,      SYS_select, SYS_pselect6, SYS_epoll_pwait2,
+                              SYS_readlink, SYS_readlinkat, SYS_fork,   SYS_clone};
     if (!static_program)
         for (size_t i = 0; i < sizeof(only_static) / sizeof(only_static[0]); i++) only_static[i] = NO_SYSCALL;
     const struct step steps[] = {
@@ -479,6 +508,8 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, only_static[4], POINTER3, NEXT),
         JUMP_IF(BPF_JEQ, only_static[5], TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[6], TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[7], TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[8], CLONE, NEXT),
         JUMP_IF(BPF_JEQ, SYS_rt_sigprocmask, SIGMASK, ALLOW),
         /* futex: only waits that have a timeout. */
         {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(1), NEXT, NEXT, FUTEX},
@@ -497,6 +528,18 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         TRAP_IF_ARG_SET(POINTER2, 2),
         TRAP_IF_ARG_SET(POINTER3, 3),
         TRAP_IF_ARG_SET(POINTER4, 4),
+        /* clone: only a fork, as libc makes it (fork_call): a new process (no CLONE_VM, so never a thread nor a
+           vfork), no flags but the tid words, SIGCHLD at exit, and no new stack (the child returns through the
+           handler's frame). */
+        {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(0), NEXT, NEXT, CLONE},
+        {BPF_ALU | BPF_AND | BPF_K, ~(uint32_t)(CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | CLONE_PARENT_SETTID), NEXT, NEXT, 0},
+        JUMP_IF(BPF_JEQ, SIGCHLD, NEXT, ALLOW),
+        LOAD(ARG_HIGH(0)),
+        JUMP_IF(BPF_JEQ, 0, NEXT, ALLOW),
+        LOAD(ARG_LOW(1)),
+        JUMP_IF(BPF_JEQ, 0, NEXT, ALLOW),
+        LOAD(ARG_HIGH(1)),
+        JUMP_IF(BPF_JEQ, 0, TRAP, ALLOW),
         {BPF_RET | BPF_K, SECCOMP_RET_ALLOW, NEXT, NEXT, ALLOW},
         {BPF_RET | BPF_K, SECCOMP_RET_TRAP | TRAP_TAG, NEXT, NEXT, TRAP},
     };

@@ -186,6 +186,7 @@ void tc_recording_after_fork_in_parent(void) {
 void tc_recording_after_fork_in_child(void) {
     grow_lock = 0;  /* another thread may have held it at the fork */
     memset(&recording_thread, 0, sizeof(recording_thread));
+    if (tc_trace_threads_in_slots()) memset(slot_recording, 0, sizeof(slot_recording));
     /* Without an entry, or without a file, the child's events are lost, not misfiled. */
     if (tc_registry_own_entry == TC_NO_ENTRY || open_raw_file()) raw_header = NULL;
 }

@@ -265,4 +265,9 @@ void tc_registry_after_fork_in_child(void) {
     threads_numbered = 0;
     /* The forking thread is the child's main thread. */
     memset(&thread_number, 0, sizeof(thread_number));
+    /* A static program's threads in the child are new: the parent's slots are not theirs. */
+    if (tc_trace_threads_in_slots()) {
+        memset(slot_tids, 0, sizeof(slot_tids));
+        memset(slot_numbers, 0, sizeof(slot_numbers));
+    }
 }

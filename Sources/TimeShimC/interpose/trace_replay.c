@@ -615,6 +615,7 @@ const char *tc_replay_go_program_begins(struct tc_segment *segment) { return go_
 
 void tc_replay_after_fork_in_child(void) {
     memset(&replay_thread, 0, sizeof(replay_thread));
+    if (tc_trace_threads_in_slots()) memset(slot_replay, 0, sizeof(slot_replay));
     replayed_image = -1;
     if (tc_registry_own_entry != TC_NO_ENTRY) {
         forget_replayed_values();
