@@ -9,6 +9,8 @@
 # helper, and a temporary session still held when the test process exits
 # (it must be ended then: no segment, no process left). The shim must come from nowhere but the dependency's sources,
 # built into an empty per-user cache; the test then checks that copy.
+# Every complete code sample of README.md and the DocC catalog is compiled
+# too, as written.
 #   scripts/test-as-dependency.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +37,39 @@ echo "test-as-dependency.sh: a package with $dependency"
 
 consumer=$work/consumer
 mkdir -p "$consumer/Tests/ConsumerTests"
+
+# Every complete sample of the docs (a swift block of README.md or the DocC
+# catalog that starts with its imports) compiles as written, each in a test
+# target of its own: built, never run (they start programs such as
+# ./make-report that only the reader has).
+samples=0
+sampleTargets=
+for page in "$root/README.md" "$root"/Sources/TimeControlKit/TimeControlKit.docc/*.md; do
+    samples=$(awk -v count="$samples" -v out="$consumer/Tests" -v page="$(basename "$page")" '
+        /^```swift$/ { inside = 1; text = ""; next }
+        inside && /^```$/ {
+            inside = 0
+            if (text ~ /^import /) {
+                count++
+                file = out "/DocSample" count ".swift"
+                printf "%s// from %s\n", text, page > file
+                close(file)
+            }
+            next
+        }
+        inside { text = text $0 "\n" }
+        END { print count }' "$page")
+done
+for ((n = 1; n <= samples; n++)); do
+    mkdir -p "$consumer/Tests/DocSample$n"
+    mv "$consumer/Tests/DocSample$n.swift" "$consumer/Tests/DocSample$n/Sample.swift"
+    sampleTargets="$sampleTargets
+        .testTarget(name: \"DocSample$n\", dependencies: [
+            .product(name: \"TimeControlKit\", package: \"$identity\"),
+            .product(name: \"TimeControlKitTesting\", package: \"$identity\"),
+        ]),"
+done
+[ "$samples" -ge 5 ] || fail "found only $samples complete samples in the docs"
 cat > "$consumer/Package.swift" <<MANIFEST
 // swift-tools-version: 6.0
 import PackageDescription
@@ -47,7 +82,7 @@ let package = Package(
         .testTarget(name: "ConsumerTests", dependencies: [
             .product(name: "TimeControlKit", package: "$identity"),
             .product(name: "TimeControlKitTesting", package: "$identity"),
-        ]),
+        ]),$sampleTargets
     ]
 )
 MANIFEST
@@ -108,12 +143,12 @@ final class XCTestHelperTests: XCTestCase {
 SWIFT
 
 cd "$consumer"
-swift build --build-tests >"$work/build.log" 2>&1 || fail "swift build: $(tail -20 "$work/build.log")"
+swift build --build-tests >"$work/build.log" 2>&1 || fail "swift build (the consumer's tests, or one of the docs' $samples samples): $(grep -m 5 'error:' "$work/build.log")"
 mkdir -m 0700 "$work/sessions"
 # An empty cache, a private session directory, and nothing that names a shim.
 env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION \
     XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" \
-    swift test --skip-build >"$work/test.log" 2>&1 || fail "swift test: $(tail -40 "$work/test.log")"
+    swift test --skip-build --filter ConsumerTests >"$work/test.log" 2>&1 || fail "swift test: $(tail -40 "$work/test.log")"
 grep -q "Test run with 4 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
 grep -q "Executed 1 test, with 0 failures" "$work/test.log" || fail "the XCTest case did not run: $(tail -20 "$work/test.log")"
 
@@ -127,4 +162,4 @@ if [ -n "$left" ]; then
     kill $left 2>/dev/null || true
     fail "the sleep spawned from a session held until exit is still running (pid $left)"
 fi
-echo "test-as-dependency.sh: passed"
+echo "test-as-dependency.sh: passed ($samples samples of the docs compiled as written)"

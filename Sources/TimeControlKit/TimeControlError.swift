@@ -10,6 +10,8 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case invalidSessionName(String)
     /// A verb that needs an existing session named one that does not exist.
     case sessionNotFound(name: String, path: String)
+    /// `session create` (``TimeSession/create(named:in:)``) named a session that already exists.
+    case sessionExists(name: String, path: String)
     /// The segment file exists but is not one to trust (SPEC §7).
     case untrustedSegment(path: String, problem: String)
     /// The verb would move a clock outside what the segment can represent.
@@ -66,6 +68,8 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "invalid session name \(FormatError.quoted(name)): expected 1-63 characters from A-Z a-z 0-9 . _ -, starting with a letter or digit"
         case .sessionNotFound(let name, let path):
             return "no session '\(name)' (\(path) does not exist); create it with 'timectl freeze', 'timectl session create \(name)' or 'timectl run'"
+        case .sessionExists(let name, let path):
+            return "session '\(name)' already exists (\(path)); use it as it is, or remove it first with 'timectl session remove \(name)'"
         case .untrustedSegment(let path, let problem):
             return "session segment \(path) \(problem); not using it (remove it with 'timectl session remove --force')"
         case .outOfRange(let verb):

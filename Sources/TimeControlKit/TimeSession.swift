@@ -132,7 +132,7 @@ public final class TimeSession: Sendable {
             return TimeSession(name: name, directory: directory, mapping: created, isTemporary: isTemporary)
         }
         if mustCreate {
-            throw .untrustedSegment(path: path, problem: "already exists (session '\(name)' is there)")
+            throw .sessionExists(name: name, path: path)
         }
         // Someone else created it first (or it was there): use theirs.
         guard let existing = try SegmentMapping.open(directory: descriptor, fileName: fileName, path: path) else {

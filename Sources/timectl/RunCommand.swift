@@ -36,10 +36,13 @@ struct Run: ParsableCommand {
             A loop guard stops a process that re-arms a 0 s timer for ever (status 125).
 
             With --at, the command runs on a private session of its own whose wall clock starts \
-            at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, or ±DURATION from now), running, \
+            at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, or +DURATION/-DURATION from now), running, \
             frozen (--frozen) or at a rate (--rate); the session is removed, with anything still \
             attached to it, when the command exits. This is faketime's 'faketime DATE COMMAND'. \
-            With an explicit --session NAME, --at sets that session instead (and it stays).
+            With an explicit --session NAME, --at sets that session instead (and it stays). \
+            Under --frozen a sleep waits until the session is ticked (its name is in 'timectl \
+            session list'); with '--at AT --auto-advance' the clocks stand still too, and move only by \
+            skipping each wait to its deadline, at once.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -66,7 +69,7 @@ struct Run: ParsableCommand {
             help: ArgumentHelp("Start the wall clock at AT, on a private session removed when the command exits (with --session: set that session).", valueName: "at"))
     var startAt: String?
 
-    @Flag(help: "With --at: the clocks stand still at AT.")
+    @Flag(help: "With --at: the clocks stand still at AT (a sleep waits for a tick; --auto-advance skips it).")
     var frozen = false
 
     @Option(name: .customLong("rate"), parsing: .unconditional, help: ArgumentHelp("With --at: the clocks run FACTOR times as fast as real time.", valueName: "factor"))

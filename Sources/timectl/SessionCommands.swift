@@ -69,7 +69,7 @@ struct SessionCommand: ParsableCommand {
         static let configuration = CommandConfiguration(
         commandName: "remove",
             abstract: "Remove sessions.",
-            discussion: "Processes still attached keep the timeline they have mapped, running at real speed from where it stands (so none of their waits stays frozen for ever); new processes can no longer attach. Without --force, a session with attached processes is kept. With --force, even a segment that cannot be trusted is removed.")
+            discussion: "Processes still attached keep the timeline they have mapped, running at real speed from where it stands (so none of their waits stays frozen for ever); new processes can no longer attach. Without --force, a session with attached processes is kept. With --force, even a segment that cannot be trusted is removed. Every name is checked first: an unknown one, or one kept, removes none of them.")
 
         @Argument(help: ArgumentHelp("Sessions to remove.", valueName: "name"))
         var names: [String]
@@ -82,11 +82,29 @@ struct SessionCommand: ParsableCommand {
         }
 
         func run() throws {
+            // Every name is checked before anything is removed: a typo in one, or one
+            // session still in use, leaves all of them in place.
+            var sessions: [(name: String, session: TimeSession?)] = []
             for name in names {
+                let session: TimeSession
                 do {
-                    try TimeSession.open(named: name).remove(force: force)
+                    session = try TimeSession.open(named: name)
                 } catch {
+                    if case .sessionNotFound(_, let path) = error {
+                        throw CommandFailure(message: "no session '\(name)' to remove (\(path) does not exist); 'timectl session list' shows the sessions", status: 1)
+                    }
                     guard force, case .untrustedSegment = error else { throw error }
+                    sessions.append((name, nil))
+                    continue
+                }
+                let attached = session.attachedProcesses()
+                if !force && !attached.isEmpty { throw TimeControlError.sessionInUse(name: name, pids: attached.map(\.pid)) }
+                sessions.append((name, session))
+            }
+            for (name, session) in sessions {
+                if let session {
+                    try session.remove(force: force)
+                } else {
                     try TimeSession.removeUnchecked(named: name)
                 }
             }

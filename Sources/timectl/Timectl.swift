@@ -58,6 +58,9 @@ enum Main {
             if code == .success {
                 print(Timectl.fullMessage(for: error))
                 status = 0
+            } else if let unknown = unknownSubcommand() {
+                report(line: unknown)
+                status = 64
             } else {
                 let message = Timectl.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
                 report(line: message + " (see '\(helpCommand())')")
@@ -83,6 +86,29 @@ enum Main {
             command = next
         }
         return words.joined(separator: " ")
+    }
+
+    /// The line for a misspelt subcommand (`timectl frezee`, `timectl session lst`),
+    /// naming the ones accepted, which ArgumentParser's "Unexpected argument" does not.
+    static func unknownSubcommand() -> String? {
+        var words: [String] = []
+        var command: ParsableCommand.Type = Timectl.self
+        var arguments = CommandLine.arguments.dropFirst()
+        while let argument = arguments.popFirst() {
+            if argument == "--session" || argument == "--generate-completion-script" { _ = arguments.popFirst(); continue }  // and its value
+            if argument == "--" { return nil }
+            if argument.hasPrefix("-") { continue }
+            let subcommands = command.configuration.subcommands
+            if subcommands.isEmpty || (words.isEmpty && argument == "help") { return nil }
+            guard let next = subcommands.first(where: { $0._commandName == argument }) else {
+                let accepted = subcommands.map { $0._commandName }.joined(separator: ", ")
+                let path = (["timectl"] + words).joined(separator: " ")
+                return "unknown command \(FormatError.quoted(argument)): expected one of \(accepted) (see '\(path) --help')"
+            }
+            words.append(argument)
+            command = next
+        }
+        return nil
     }
 
     /// Reports a TimeControlKit error on one line; returns the exit status.

@@ -27,7 +27,7 @@ struct Freeze: ParsableCommand {
     @Flag(help: "Stop only the wall clocks; monotonic clocks and waits go on.")
     var wall = false
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or ±DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }
@@ -181,7 +181,7 @@ struct SetWallClock: ParsableCommand {
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or ±DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }

@@ -20,7 +20,13 @@ struct CommandLineTests {
         (["resume", "fast"], "expected a factor"),
         (["--session", "no-such-session", "tick", "1"], "no session 'no-such-session'"),
         (["--session", "bad/name", "status"], "invalid session name"),
-        (["frobnicate"], "Unexpected argument"),
+        (["frobnicate"], "unknown command 'frobnicate': expected one of freeze, resume, rate, tick"),
+        (["--session", "default", "frezee"], "unknown command 'frezee': expected one of freeze"),
+        (["session", "lst"], "unknown command 'lst': expected one of list, create, remove (see 'timectl session --help')"),
+        (["trace", "shw", "run.trace"], "unknown command 'shw': expected one of show, stats"),
+        (["session", "remove", "no-such-session"], "no session 'no-such-session' to remove"),
+        (["session", "remove", "default", "no-such-session"], "no session 'no-such-session' to remove"),
+        (["session", "create", "default"], "session 'default' already exists"),
         (["run", "--end-leftovers=yes", "--", "true"], "does not take any value"),
         (["run", "--allow-uncontrolled=1", "--", "true"], "does not take any value"),
         (["run", "--allow-uncontrolled", "--end-leftovers"], "no command given"),
@@ -111,7 +117,8 @@ struct CommandLineTests {
         #expect(try sandbox.timectl("session", "create", "alpha").status == 0)
         let duplicate = try sandbox.timectl("session", "create", "alpha")
         #expect(duplicate.status != 0)
-        #expect(duplicate.stderr.contains("already exists"))
+        #expect(duplicate.stderr.contains("session 'alpha' already exists"))
+        #expect(!duplicate.stderr.contains("--force"), "an existing session is no damaged segment: \(duplicate.stderr)")
         #expect(try sandbox.timectl("session", "create", "beta").status == 0)
         let list = try sandbox.timectl("session", "list")
         #expect(list.lines.count == 2)
@@ -145,10 +152,41 @@ struct CommandLineTests {
         #expect(try sandbox.sessions.sessionNames().isEmpty)
     }
 
+    @Test("a session in use keeps every session named with it in place")
+    func removeIsAllOrNothing() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        _ = try sandbox.session("idle")
+        let session = try sandbox.session("busy")
+        let process = try sandbox.startAttached(session: "busy", ["sh", "-c", "while :; do sleep 0.05; done"])
+        defer { stop(process) }
+        try #require(!sandbox.waitForAttached(session) { !$0.isEmpty }.isEmpty)
+        let refused = try sandbox.timectl("session", "remove", "idle", "busy")
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("session 'busy' has attached processes"))
+        #expect(try sandbox.sessions.sessionNames() == ["busy", "idle"])
+    }
+
+    /// The man page is generated from this help, and its generator drops
+    /// characters outside ASCII ('±DURATION' became 'DURATION').
+    @Test("help is plain ASCII, so that the man page says the same", arguments: [
+        [], ["freeze"], ["resume"], ["rate"], ["tick"], ["set"], ["reset"], ["status"], ["run"], ["run-pending"],
+        ["daemon"], ["record"], ["replay"], ["trace"], ["trace", "show"], ["trace", "stats"],
+        ["session"], ["session", "list"], ["session", "create"], ["session", "remove"],
+    ])
+    func helpIsASCII(command: [String]) throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.timectl(command + ["--help"])
+        #expect(result.status == 0)
+        let foreign = result.stdout.unicodeScalars.filter { !$0.isASCII }.map(String.init).joined()
+        #expect(foreign.isEmpty, "non-ASCII in 'timectl \(command.joined(separator: " ")) --help': \(foreign)")
+    }
+
     @Test("every command has help that names its formats", arguments: [
         (["--help"], "DURATION"), (["tick", "--help"], "DURATION"), (["freeze", "--help"], "AT"),
         (["set", "--help"], "monotonic"), (["rate", "--help"], "0.001"), (["run", "--help"], "128+N"),
         (["session", "--help"], "remove"), (["status", "--help"], "--json"),
+        (["--generate-completion-script", "bash"], "_timectl"), (["--session", "s", "--generate-completion-script", "zsh"], "#compdef timectl"),
     ])
     func help(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()
