@@ -127,6 +127,54 @@ struct StarvationTests {
         }
     }
 
+    @Test("Node on a frozen clock prints the frozen Date.now() and exits with no tick, three times in a row; a setTimeout of 3 s waits for tick 3")
+    func nodeFrozen() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("node")
+        try NodeFixture.requireNode()
+        for _ in 1...3 {
+            let result = try sandbox.timectl(["--session", "node", "run", "--", "node", "-e", "console.log(Date.now())"], guardSeconds: 60)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.lines == [String(Self.start / Self.millisecond)], "\(result)")
+        }
+        #expect(session.wallClockNanoseconds == Self.start, "nothing spun: the clock never moved")
+        let run = try AttachedRun(sandbox, session: "node", ["node", "-e", """
+            const start = process.hrtime.bigint();
+            setTimeout(() => console.log(String(process.hrtime.bigint() - start)), 3000);
+            """])
+        sandbox.waitForWaits(session) { $0.contains { $0.kind == "epoll" } }
+        usleep(300_000)
+        #expect(run.isRunning, "returned before its deadline: \(run.output)")
+        try session.advance(by: .seconds(3))
+        #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
+        // libuv keeps its loop time in whole milliseconds: the timer is due 3000 ms after a truncated start.
+        let waited = Int64(run.lines.first ?? "") ?? -1
+        #expect(waited > 3 * Self.second - Self.millisecond && waited <= 3 * Self.second + Self.millisecond, "\(run.output)")
+    }
+
+    /// Each timer of Tests/Fixtures/node/timers.js fires at its virtual deadline, within the millisecond
+    /// that libuv's loop time (whole milliseconds) allows either way.
+    @Test("Node's setTimeout, setInterval, an awaited timer and timers/promises fire at their virtual deadlines under run --auto-advance")
+    func nodeAutoAdvanced() throws {
+        let (sandbox, _) = try Sandbox.frozenSession("nodeauto")
+        try NodeFixture.requireNode()
+        let script = Build.packageRoot + "/Tests/Fixtures/node/timers.js"
+        let result = try sandbox.timectl(["--session", "nodeauto", "run", "--auto-advance", "--", "node", script], guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let fired = Dictionary(result.lines.compactMap { line -> (String, (Int64, Int64))? in
+            let fields = line.split(separator: " ")
+            guard fields.count == 3, let at = Int64(fields[1]), let wall = Int64(fields[2]) else { return nil }
+            return (String(fields[0]), (at, wall))
+        }, uniquingKeysWith: { first, _ in first })
+        let expected: [(String, Int64)] = [("interval", 1500), ("timeout", 2000), ("promise", 3500), ("promises-api", 4500)]
+        #expect(result.lines.map { String($0.split(separator: " ").first ?? "") } == expected.map(\.0), "in deadline order: \(result)")
+        for (what, milliseconds) in expected {
+            let (at, wall) = fired[what] ?? (-1, -1)
+            #expect(abs(at - milliseconds * Self.millisecond) <= Self.millisecond, "\(what) at \(at) ns, deadline \(milliseconds) ms: \(result)")
+            // The wall clock moved with the steps: the frozen start plus the virtual time that passed.
+            #expect(abs(wall - (Self.start / Self.millisecond + milliseconds)) <= 1, "\(what) at wall \(wall) ms: \(result)")
+        }
+    }
+
     @Test("1000 uuid.uuid1() on a frozen clock finish, all different; the clock crept only while libuuid spun")
     func timeBasedUUIDs() throws {
         let (sandbox, session) = try Sandbox.frozenSession("uuid")
@@ -218,6 +266,13 @@ struct StarvationTests {
         _ = try session.advanceToNextDeadline()
         #expect(run.exitStatus() == 0)
         #expect(run.output.contains("result=ETIMEDOUT flag=0 elapsed=\(11 * Self.millisecond)"), "\(run.output)")
+    }
+}
+
+enum NodeFixture {
+    static func requireNode() throws {
+        let found = try runProgram("/usr/bin/env", ["node", "--version"], environment: ProcessInfo.processInfo.environment)
+        try #require(found.status == 0, "node (Node.js on PATH): \(found)")
     }
 }
 
