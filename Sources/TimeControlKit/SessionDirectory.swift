@@ -56,6 +56,10 @@ public struct SessionDirectory: Sendable, Hashable {
         if fd < 0 && errno == ENOENT {
             guard create else { return nil }
             if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                // Only the last component is created: a TIMECTL_DIR whose parent is missing is a mistake to name.
+                if errno == ENOENT {
+                    throw .sessionDirectoryParentMissing(path: path)
+                }
                 throw .system(call: "mkdir", path: path, errno: Errno(rawValue: errno))
             }
             fd = Glibc.open(path, flags)

@@ -22,6 +22,8 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case system(call: String, path: String?, errno: Errno)
     /// The per-user session directory is not private to this user.
     case unsafeSessionDirectory(path: String, problem: String)
+    /// The session directory (`TIMECTL_DIR`) does not exist and cannot be made: only its last component is created.
+    case sessionDirectoryParentMissing(path: String)
     /// `libTimeShim.so` was not found in any of the places searched.
     case shimNotFound(searched: [String])
     /// No `libTimeShim.so` was installed, and building one from the
@@ -78,6 +80,8 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "session \(path) is locked by another writer that has not finished for 10 s; session unchanged"
         case .system(let call, let path, let errno):
             return "\(call)\(path.map { " \($0)" } ?? ""): \(errno.description)"
+        case .sessionDirectoryParentMissing(let path):
+            return "cannot create the session directory \(path): its parent directory does not exist (set TIMECTL_DIR to a directory that exists, or to one inside it)"
         case .unsafeSessionDirectory(let path, let problem):
             return "session directory \(path) \(problem); it must be a directory owned by you with mode 0700 (remove it, or set TIMECTL_DIR to a private directory of yours)"
         case .shimNotFound(let searched):

@@ -68,6 +68,17 @@ struct CommandLineTests {
         #expect(try sandbox.sessions.sessionNames() == ["a", "b", "c"])
     }
 
+    @Test("a TIMECTL_DIR whose parent is missing is named in one line, and nothing is created")
+    func sessionDirectoryParentMissing() throws {
+        let sandbox = try Sandbox()
+        let directory = sandbox.directory + "/missing/sessions"
+        let result = try sandbox.timectl("freeze", environment: ["TIMECTL_DIR": directory])
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr == "timectl: cannot create the session directory \(directory): its parent directory does not exist "
+                + "(set TIMECTL_DIR to a directory that exists, or to one inside it)\n", "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.directory + "/missing"))
+    }
+
     @Test("--session before or after the verb, and TIMECTL_SESSION")
     func sessionSelection() throws {
         let sandbox = try Sandbox()
