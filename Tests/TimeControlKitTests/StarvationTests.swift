@@ -85,7 +85,7 @@ struct StarvationTests {
     @Test("Ruby on a frozen clock prints the frozen time and exits with no tick, three times in a row; its sleep 3 waits for tick 3")
     func rubyFrozen() throws {
         let (sandbox, session) = try Sandbox.frozenSession("ruby")
-        try RubyFixture.requireRuby()
+        try Self.require("ruby")
         for _ in 1...3 {
             let result = try sandbox.timectl(["--session", "ruby", "run", "--", "ruby", "-e", "puts Time.now.strftime('%s%N')"],
                                              guardSeconds: 60)
@@ -112,11 +112,7 @@ struct StarvationTests {
     /// of Ruby's `now > end` checks (10 µs each).
     @Test("Ruby's Timeout, condition variable, sleeping threads and IO.select end at their virtual deadlines under run --auto-advance")
     func rubyAutoAdvanced() throws {
-        let (sandbox, _) = try Sandbox.frozenSession("rubyauto")
-        try RubyFixture.requireRuby()
-        let script = Build.packageRoot + "/Tests/Fixtures/ruby/waits.rb"
-        let result = try sandbox.timectl(["--session", "rubyauto", "run", "--auto-advance", "--", "ruby", script], guardSeconds: 60)
-        #expect(result.status == 0, "\(result)")
+        let result = try Self.autoAdvanced("ruby", "ruby/waits.rb")
         let reported = keyedValues(result.stdout)
         let expected: [(String, Int64)] = [("timeout", 2000), ("condition", 3500), ("threads", 5000), ("select=nil", 5250)]
         #expect(reported.count == expected.count, "\(result)")
@@ -130,7 +126,7 @@ struct StarvationTests {
     @Test("Node on a frozen clock prints the frozen Date.now() and exits with no tick, three times in a row; a setTimeout of 3 s waits for tick 3")
     func nodeFrozen() throws {
         let (sandbox, session) = try Sandbox.frozenSession("node")
-        try NodeFixture.requireNode()
+        try Self.require("node")
         for _ in 1...3 {
             let result = try sandbox.timectl(["--session", "node", "run", "--", "node", "-e", "console.log(Date.now())"], guardSeconds: 60)
             #expect(result.status == 0, "\(result)")
@@ -155,11 +151,7 @@ struct StarvationTests {
     /// that libuv's loop time (whole milliseconds) allows either way.
     @Test("Node's setTimeout, setInterval, an awaited timer and timers/promises fire at their virtual deadlines under run --auto-advance")
     func nodeAutoAdvanced() throws {
-        let (sandbox, _) = try Sandbox.frozenSession("nodeauto")
-        try NodeFixture.requireNode()
-        let script = Build.packageRoot + "/Tests/Fixtures/node/timers.js"
-        let result = try sandbox.timectl(["--session", "nodeauto", "run", "--auto-advance", "--", "node", script], guardSeconds: 60)
-        #expect(result.status == 0, "\(result)")
+        let result = try Self.autoAdvanced("node", "node/timers.js")
         let fired = Dictionary(result.lines.compactMap { line -> (String, (Int64, Int64))? in
             let fields = line.split(separator: " ")
             guard fields.count == 3, let at = Int64(fields[1]), let wall = Int64(fields[2]) else { return nil }
@@ -267,19 +259,21 @@ struct StarvationTests {
         #expect(run.exitStatus() == 0)
         #expect(run.output.contains("result=ETIMEDOUT flag=0 elapsed=\(11 * Self.millisecond)"), "\(run.output)")
     }
-}
 
-enum NodeFixture {
-    static func requireNode() throws {
-        let found = try runProgram("/usr/bin/env", ["node", "--version"], environment: ProcessInfo.processInfo.environment)
-        try #require(found.status == 0, "node (Node.js on PATH): \(found)")
+    /// Fails the test unless `interpreter` runs (`--version`): .ci/run installs ruby; node comes with the machine.
+    static func require(_ interpreter: String) throws {
+        let found = try runProgram("/usr/bin/env", [interpreter, "--version"], environment: ProcessInfo.processInfo.environment)
+        try #require(found.status == 0, "\(interpreter) is not on PATH: \(found)")
     }
-}
 
-enum RubyFixture {
-    static func requireRuby() throws {
-        let found = try runProgram("/usr/bin/env", ["ruby", "--version"], environment: ProcessInfo.processInfo.environment)
-        try #require(found.status == 0, "ruby (Debian's ruby package): \(found)")
+    /// `timectl run --auto-advance -- INTERPRETER Tests/Fixtures/SCRIPT` on a new frozen session; requires it to succeed.
+    static func autoAdvanced(_ interpreter: String, _ script: String) throws -> ProcessResult {
+        let (sandbox, _) = try Sandbox.frozenSession(interpreter)
+        try require(interpreter)
+        let result = try sandbox.timectl(["--session", interpreter, "run", "--auto-advance", "--", interpreter,
+                                          Build.packageRoot + "/Tests/Fixtures/" + script], guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        return result
     }
 }
 
