@@ -55,12 +55,12 @@ enum Main {
             status = error.status
         } catch {
             let code = Timectl.exitCode(for: error)
-            if code == .success {
-                print(Timectl.fullMessage(for: error))
-                status = 0
-            } else if let unknown = unknownSubcommand() {
+            if let unknown = unknownSubcommand() {
                 report(line: unknown)
                 status = 64
+            } else if code == .success {
+                print(Timectl.fullMessage(for: error))
+                status = 0
             } else {
                 let message = Timectl.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
                 report(line: message + " (see '\(helpCommand())')")
@@ -88,7 +88,7 @@ enum Main {
         return words.joined(separator: " ")
     }
 
-    /// The line for a misspelt subcommand (`timectl frezee`, `timectl session lst`),
+    /// The line for a misspelt subcommand (`timectl frezee`, `timectl session lst`, `timectl help frezee`),
     /// naming the ones accepted, which ArgumentParser's "Unexpected argument" does not.
     static func unknownSubcommand() -> String? {
         var words: [String] = []
@@ -99,7 +99,9 @@ enum Main {
             if argument == "--" { return nil }
             if argument.hasPrefix("-") { continue }
             let subcommands = command.configuration.subcommands
-            if subcommands.isEmpty || (words.isEmpty && argument == "help") { return nil }
+            if subcommands.isEmpty { return nil }
+            // `timectl help session lst` asks for help on a path that must exist too.
+            if words.isEmpty && argument == "help" { continue }
             guard let next = subcommands.first(where: { $0._commandName == argument }) else {
                 let accepted = subcommands.map { $0._commandName }.joined(separator: ", ")
                 let path = (["timectl"] + words).joined(separator: " ")

@@ -23,6 +23,8 @@ struct CommandLineTests {
         (["frobnicate"], "unknown command 'frobnicate': expected one of freeze, resume, rate, tick"),
         (["--session", "default", "frezee"], "unknown command 'frezee': expected one of freeze"),
         (["session", "lst"], "unknown command 'lst': expected one of list, create, remove (see 'timectl session --help')"),
+        (["help", "frezee"], "unknown command 'frezee': expected one of freeze"),
+        (["help", "session", "lst"], "unknown command 'lst': expected one of list, create, remove"),
         (["trace", "shw", "run.trace"], "unknown command 'shw': expected one of show, stats"),
         (["session", "remove", "no-such-session"], "no session 'no-such-session' to remove"),
         (["session", "remove", "default", "no-such-session"], "no session 'no-such-session' to remove"),
