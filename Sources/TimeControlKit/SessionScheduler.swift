@@ -168,6 +168,17 @@ final class SessionScheduler: @unchecked Sendable {
         return waitChanges != changes
     }
 
+    /// One pause while a watched thread runs: a short spin right after a step (see ``maySpin()``), else
+    /// `pause`, which starts again from the shortest when the wait table changed and doubles when it did not.
+    private func pauseWhileRunning(since changes: UInt32, pause: inout Int64, atMost limit: Int64 = .max, stop: StopFlag? = nil) {
+        let spinning = maySpin()
+        if self.pause(since: changes, nanoseconds: min(spinning ? Self.spinningPause : pause, limit), stop: stop, spinning: spinning) {
+            pause = Self.shortestPause
+        } else if !spinning {
+            pause = min(pause * 2, Self.longestPause)
+        }
+    }
+
     /// Whether a pause may spin now: within the spin window after a step, with a CPU to spare.
     private func maySpin() -> Bool {
         let now = tc_real_ns(CLOCK_MONOTONIC)
@@ -192,13 +203,7 @@ final class SessionScheduler: @unchecked Sendable {
                 throw .realTimeLimitExceeded(waitingFor: "the processes of session '\(session.name)' to settle", limit: realTimeLimit)
             }
             try loopGuard.check(self, realNow: now)
-            let spinning = maySpin()
-            if self.pause(since: changes, nanoseconds: min(spinning ? Self.spinningPause : pause, deadline - now),
-                          spinning: spinning) {
-                pause = Self.shortestPause
-            } else if !spinning {
-                pause = min(pause * 2, Self.longestPause)
-            }
+            pauseWhileRunning(since: changes, pause: &pause, atMost: deadline - now)
         }
     }
 
@@ -260,13 +265,7 @@ final class SessionScheduler: @unchecked Sendable {
                     self.pause(since: changes, nanoseconds: 50_000_000, stop: stop, spinning: maySpin())
                 case .busy, .due:
                     try loopGuard.check(self, realNow: tc_real_ns(CLOCK_MONOTONIC))
-                    let spinning = maySpin()
-                    if self.pause(since: changes, nanoseconds: spinning ? Self.spinningPause : pause, stop: stop,
-                                  spinning: spinning) {
-                        pause = Self.shortestPause
-                    } else if !spinning {
-                        pause = min(pause * 2, Self.longestPause)
-                    }
+                    pauseWhileRunning(since: changes, pause: &pause, stop: stop)
                 }
             } catch {
                 return error

@@ -67,7 +67,10 @@ void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns) {
 
 static int loadavg_fd = -1;
 
-int tc_cpu_to_spare(int usable_cpus) {
+/* Whether every task the kernel has runnable now, system-wide (the caller among them: the fourth field of
+   /proc/loadavg), could have one of `usable_cpus` CPUs to itself: then keeping a CPU busy takes it from no
+   one. 0 when /proc/loadavg cannot be read. */
+static int cpu_to_spare(int usable_cpus) {
     int fd = __atomic_load_n(&loadavg_fd, __ATOMIC_ACQUIRE);
     if (fd < 0) {
         int opened = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
@@ -104,7 +107,7 @@ int tc_usable_cpus(void) {
 
 int tc_spin_may_go_on(int usable_cpus, int64_t *crowded_since, int64_t now) {
     if (usable_cpus < 2) return 0;
-    if (tc_cpu_to_spare(usable_cpus)) {
+    if (cpu_to_spare(usable_cpus)) {
         *crowded_since = 0;
         return 1;
     }

@@ -33,10 +33,6 @@ void tc_word_poke(uint32_t *word);
 /* Blocks while a process-private word holds `value`, at most `timeout_ns` (< 0: no limit). */
 void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);
 
-/* Whether every task the kernel has runnable now, system-wide (the caller among them: the
-   fourth field of /proc/loadavg), could have one of `usable_cpus` CPUs to itself: then
-   keeping a CPU busy takes it from no one. 0 when /proc/loadavg cannot be read. */
-int tc_cpu_to_spare(int usable_cpus);
 /* How many CPUs the calling thread may run on (at least 1). */
 int tc_usable_cpus(void);
 /* Whether a spin may go on at real time `now`: there is a CPU to spare, or there has not been
