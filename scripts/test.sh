@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command (README, CI): builds the package and the shim (debug),
+# The test command (README, CI): installs the Debian packages the tests use
+# (scripts/install-deps.sh), builds the package and the shim (debug),
 # runs the Swift test suites with `swift test`, then the shim's own C tests
 # under ASan/UBSan and TSan, each fuzz target for 10 s (scripts/fuzz.sh;
 # TIMECTL_FUZZ_SECONDS to change), builds the documentation (warnings fail),
@@ -10,6 +11,7 @@
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+scripts/install-deps.sh
 scripts/build.sh -c debug
 # The suites print thousands of lines and CI shows only the end: a failure's
 # own lines are printed again last.

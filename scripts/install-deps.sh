@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the tests use; scripts/test.sh runs it first
+# and .ci/run through it, so a fresh machine needs nothing installed by hand.
+# With every package present it only checks (a second or two). As root it
+# installs what is missing with apt-get; otherwise it prints the one command
+# to run and exits 1 before any test starts.
+#   scripts/install-deps.sh [--check]    (--check: report, never install)
+set -euo pipefail
+
+check_only=no
+case "${1:-}" in
+    "") ;;
+    --check) check_only=yes ;;
+    -h|--help) echo "usage: scripts/install-deps.sh [--check]"; exit 0 ;;
+    *) echo "install-deps.sh: unknown argument '$1': expected --check or nothing" >&2; exit 2 ;;
+esac
+
+# What each is for:
+#   binutils (readelf: the shim links libc only), gcc, g++ and libc6-dev (C and
+#   C++ probes, libc.a for static programs), libasan8 libubsan1 libtsan2 (the
+#   shim's C tests under sanitizers), make findutils coreutils git (scripts and
+#   the throw-away dependent package), gdb (holding a writer stopped inside a
+#   verb), man-db (the installed man page), lintian (the Debian package),
+#   python3, default-jdk-headless, ruby, golang-go, rustc: real runtimes the
+#   tests run unmodified on the session's time.
+packages=(
+    binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
+    gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc
+)
+
+missing_of() {
+    local package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}\n' "$package" 2>/dev/null | grep -q '^install ok installed$' \
+            || printf '%s\n' "$package"
+    done
+}
+
+install() {
+    [ $# -gt 0 ] || return 0
+    if [ "$check_only" = yes ] || [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps.sh: the tests need Debian packages that are not installed: $*" >&2
+        echo "install-deps.sh: run: sudo apt-get update && sudo apt-get install -y --no-install-recommends $*" >&2
+        exit 1
+    fi
+    echo "install-deps.sh: installing $*"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+mapfile -t missing < <(missing_of "${packages[@]}")
+install "${missing[@]}"
+
+# CPython's own test package (Debian splits it off) for Debian's python3:
+# test_time runs under timectl. Its name carries that python's version.
+python_version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+mapfile -t missing < <(missing_of "libpython$python_version-testsuite")
+install "${missing[@]}"
