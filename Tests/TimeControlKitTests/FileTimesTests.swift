@@ -55,6 +55,30 @@ struct FileTimesTests {
         #expect(optedOut.lines == ["\(Int64(real.timeIntervalSince1970))"], "\(optedOut)")
     }
 
+    @Test("a file written in a session's first millisecond, or right after freeze, has the session's time: the kernel's coarse file clock lags by up to a tick")
+    func firstInstantWrites() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let program = try CFixture.path("first_write")
+        let directory = sandbox.directory + "/work"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        for round in 0..<20 {
+            let file = "\(directory)/at-\(round)"
+            let result = try sandbox.timectl(["run", "--at", "2016-01-01T12:00:00Z", "--frozen", "--", program, file])
+            #expect(result.status == 0 && result.lines == ["\(Self.start) \(Self.start)"], "run --at, round \(round): \(result)")
+            let shell = try sandbox.timectl(["run", "--at", "2016-01-01T12:00:00Z", "--frozen", "--", "sh", "-c", "touch \"$1\"; stat -c %Y \"$1\"", "sh", file + "-sh"])
+            #expect(shell.lines == ["\(Self.start)"], "touch; stat, round \(round): \(shell)")
+        }
+        // An existing session running at real time, frozen in the past just before each write.
+        #expect(try sandbox.timectl("session", "create", "files").status == 0)
+        for round in 0..<10 {
+            #expect(try sandbox.timectl("--session", "files", "reset").status == 0)
+            #expect(try sandbox.timectl("--session", "files", "freeze", "2016-01-01T12:00:00Z").status == 0)
+            let result = try Self.run(sandbox, [program, "\(directory)/frozen-\(round)"])
+            #expect(result.lines == ["\(Self.start) \(Self.start)"], "freeze then write, round \(round): \(result)")
+        }
+    }
+
     @Test("after tick 2h Python sees the file 7200 s old and find -mmin +60 lists it")
     func filesAgeWithTicks() throws {
         let (sandbox, directory) = try Self.session()

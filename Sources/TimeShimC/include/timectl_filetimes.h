@@ -12,6 +12,13 @@
  *     cache or Python's bytecode cache made before it stays valid;
  *   - inside a remembered interval: wall_start + (T − real_start) × wall_rate
  *     (a frozen interval maps all of it to wall_start);
+ *   - up to one kernel tick (`granularity`, the resolution of
+ *     CLOCK_REALTIME_COARSE) before an interval or the session began: that
+ *     interval's wall_start. The kernel stamps files from the coarse clock,
+ *     which lags CLOCK_REALTIME by up to a tick, so a file written right
+ *     after a verb (or in a session's first milliseconds) carries a real
+ *     time a little before the verb; it is taken as the verb's instant, and
+ *     so is a file written in that last tick before it;
  *   - after the real now (a time set explicitly into the future): the
  *     virtual now plus the same distance, so it stays in the session's
  *     future until the session's real time reaches it;
@@ -82,9 +89,10 @@ static inline void tc_history_append(struct tc_segment *segment, int64_t real_st
     __atomic_store_n(&segment->history_count, n + 1, __ATOMIC_RELEASE);
 }
 
-/* The virtual wall time at which the real CLOCK_REALTIME instant `real` happened, in the session. */
-static inline int64_t tc_file_time_to_virtual(const struct tc_segment *segment, int64_t real) {
-    if (real < segment->header.created_realtime || segment->header.history_capacity == 0) return real;
+/* The virtual wall time at which the real CLOCK_REALTIME instant `real` happened, in the session;
+ * `granularity` is the kernel's file-time resolution (ns). */
+static inline int64_t tc_file_time_to_virtual(const struct tc_segment *segment, int64_t real, int64_t granularity) {
+    if (real < segment->header.created_realtime - granularity || segment->header.history_capacity == 0) return real;
     int64_t real_now = tc_real_ns(CLOCK_REALTIME);
     if (real > real_now) {
         int64_t ahead = real - real_now, now = tc_segment_read(segment, TC_VCLOCK_REALTIME);
@@ -98,6 +106,7 @@ static inline int64_t tc_file_time_to_virtual(const struct tc_segment *segment, 
     for (uint64_t n = count; n-- > oldest;) {
         if (!tc_history_read(segment, n, &view)) continue;
         if (real >= view.real_start) return view.wall_start + tc_scale(real - view.real_start, view.wall_rate);
+        if (real >= view.real_start - granularity) return view.wall_start;
         oldest_seen = view;
         seen = 1;
     }

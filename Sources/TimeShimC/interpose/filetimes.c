@@ -40,9 +40,22 @@ static struct tc_segment *mapping_segment(void) {
     return mode == 1 ? segment : NULL;
 }
 
+/* How far the kernel's file times may lag CLOCK_REALTIME: a tick, the coarse clock's resolution. */
+static int64_t file_time_granularity(void) {
+    static int64_t granularity = -1;
+    int64_t known = __atomic_load_n(&granularity, __ATOMIC_RELAXED);
+    if (known >= 0) return known;
+    struct timespec resolution;
+    known = tc_raw_syscall(SYS_clock_getres, CLOCK_REALTIME_COARSE, &resolution) == 0
+                ? (int64_t)resolution.tv_sec * TC_NS_PER_SECOND + resolution.tv_nsec
+                : 10 * 1000 * 1000;  /* no coarse clock: HZ=100's tick, the longest Linux has */
+    __atomic_store_n(&granularity, known, __ATOMIC_RELAXED);
+    return known;
+}
+
 static void to_virtual(const struct tc_segment *segment, struct timespec *time) {
     int64_t real = (int64_t)time->tv_sec * TC_NS_PER_SECOND + time->tv_nsec;
-    *time = tc_timespec_from_ns(tc_file_time_to_virtual(segment, real));
+    *time = tc_timespec_from_ns(tc_file_time_to_virtual(segment, real, file_time_granularity()));
 }
 
 static void stat_to_virtual(const struct tc_segment *segment, struct stat *st) {
