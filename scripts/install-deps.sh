@@ -21,11 +21,11 @@ esac
 #   shim's C tests under sanitizers), make findutils coreutils git (scripts and
 #   the throw-away dependent package), gdb (holding a writer stopped inside a
 #   verb), man-db (the installed man page), lintian (the Debian package),
-#   python3, default-jdk-headless, ruby, golang-go, rustc: real runtimes the
-#   tests run unmodified on the session's time.
+#   python3, default-jdk-headless, ruby, golang-go, rustc, erlang-base: real
+#   runtimes the tests run unmodified on the session's time.
 packages=(
     binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
-    gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc
+    gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc erlang-base
 )
 
 missing_of() {

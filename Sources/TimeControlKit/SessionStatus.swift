@@ -90,7 +90,7 @@ public struct PendingWait: Sendable, Hashable {
     public var thread: Int32
     /// The process name (`/proc/PID/comm`).
     public var command: String
-    /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer`, `alarm` or `futex` (a Go runtime's timed wait).
+    /// `sleep`, `poll`, `select`, `epoll`, `cond`, `sem`, `mutex`, `timerfd`, `timer`, `alarm` or `futex` (a raw futex wait: through `syscall()`, as Rust and the BEAM wait, or trapped in a Go or static program).
     public var kind: String
     /// The clock of the deadline.
     public var virtualClock: VirtualClock

@@ -254,7 +254,7 @@ enum tc_wait_kind {
     TC_WAIT_TIMERFD = 8,  /* an armed timerfd */
     TC_WAIT_TIMER = 9,    /* an armed POSIX timer (timer_settime) */
     TC_WAIT_ALARM = 10,   /* alarm, setitimer(ITIMER_REAL) */
-    TC_WAIT_FUTEX = 11,   /* a raw futex wait with a timeout (Go's runtime: syscall_trap.c) */
+    TC_WAIT_FUTEX = 11,   /* a raw futex wait with a timeout (syscall() or a trapped call: futex.c) */
 };
 
 /* Whether a wait-table entry's kind is one of the above (anything else is damage). */

@@ -150,6 +150,15 @@ static inline struct timespec tc_timespec_from_ns(int64_t ns) {
     return ts;
 }
 
+/* A timeout or deadline as the kernel accepts one (tv_sec ≥ 0, 0 ≤ tv_nsec < 10^9) in ns, saturating at
+   INT64_MAX; 0 if the kernel would refuse it with EINVAL. */
+static inline int tc_timespec_to_ns(const struct timespec *ts, int64_t *ns) {
+    if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= TC_NS_PER_SECOND) return 0;
+    *ns = ts->tv_sec > (INT64_MAX - ts->tv_nsec) / TC_NS_PER_SECOND ? INT64_MAX
+                                                                    : (int64_t)ts->tv_sec * TC_NS_PER_SECOND + ts->tv_nsec;
+    return 1;
+}
+
 /* sec/nsec with 0 ≤ nsec < 2·10^9 → a normalised timespec. */
 static inline struct timespec tc_timespec_normalised(int64_t sec, int64_t nsec) {
     if (nsec >= TC_NS_PER_SECOND) {

@@ -13,12 +13,12 @@
  * compiler drop the NULL checks the real functions honour.
  */
 #define _GNU_SOURCE
+#include "clock.h"
 #include "shim.h"
 #include "starvation.h"
 #include "trace.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -157,49 +157,29 @@ void tc_read_session_wall(int call, struct timespec *value) {
     if (!virtual_time(call, CLOCK_REALTIME, value)) real_clock_gettime(CLOCK_REALTIME, value);
 }
 
-long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4);
-int tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5, long *result);
-
-/*
- * syscall(2) with a clock-reading, clock-setting, sleeping, stat or utime number is answered like the libc call;
- * every other number goes to the kernel unchanged, with libc's convention
- * (−1 and errno) for failures.
- */
-TC_EXPORT long syscall(long number, ...) {
-    va_list args;
-    va_start(args, number);
-    long a1 = va_arg(args, long), a2 = va_arg(args, long), a3 = va_arg(args, long);
-    long a4 = va_arg(args, long), a5 = va_arg(args, long), a6 = va_arg(args, long);
-    va_end(args);
+/* syscall(SYS_clock_gettime / SYS_gettimeofday / SYS_time, …), from the system-call table. */
+long tc_clock_syscall(long number, long a1, long a2) {
+    struct timespec value;
     switch (number) {
     case SYS_clock_gettime:
-        if (!virtual_time(TC_CALL_SYSCALL, (clockid_t)a1, (struct timespec *)a2)) break;
+        if (!virtual_time(TC_CALL_SYSCALL, (clockid_t)a1, &value)) break;
+        if (!a2) return -EFAULT;
+        *(struct timespec *)a2 = value;
         return 0;
 #ifdef SYS_gettimeofday
-    case SYS_gettimeofday: return shim_gettimeofday((struct timeval *)a1, (void *)a2);
+    case SYS_gettimeofday: {
+        int saved_errno = errno;
+        long result = shim_gettimeofday((struct timeval *)a1, (void *)a2) == 0 ? 0 : -errno;
+        errno = saved_errno;
+        return result;
+    }
 #endif
 #ifdef SYS_time
     case SYS_time: return shim_time((time_t *)a1);
 #endif
-#ifdef SYS_nanosleep
-    case SYS_nanosleep:
-#endif
-    case SYS_clock_nanosleep: return tc_syscall_sleep(number, a1, a2, a3, a4);
-    case SYS_clock_settime:
-    case SYS_settimeofday:
-    case SYS_adjtimex:
-    case SYS_clock_adjtime: {
-        struct tc_segment *segment = tc_shim_segment();
-        if (!segment) break;
-        return tc_shim_errno_result(tc_syscall_settime(segment, number, a1, a2));
+    default: break;
     }
-    default: {
-        long result;
-        if (tc_syscall_file_times(number, a1, a2, a3, a4, a5, &result)) return tc_shim_errno_result(result);
-        break;
-    }
-    }
-    return tc_shim_errno_result(tc_raw_syscall6(number, a1, a2, a3, a4, a5, a6));
+    return tc_raw_syscall(number, a1, a2);
 }
 
 /*

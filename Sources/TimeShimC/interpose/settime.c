@@ -41,6 +41,7 @@
  * more than 10 s (stopped mid-verb) makes the call fail with EAGAIN.
  */
 #define _GNU_SOURCE
+#include "clock.h"
 #include "shim.h"
 #include "trace.h"
 
@@ -193,8 +194,6 @@ static int shim_stime(const time_t *when) {
 TC_EXPORT int stime(const time_t *) __attribute__((alias("shim_stime")));
 
 /* ---- adjtimex, ntp_adjtime, clock_adjtime, adjtime ---- */
-
-void tc_read_session_wall(int call, struct timespec *value);
 
 /* The kernel's read of its NTP state into `tx` (modes untouched), with the session's time in `time`. */
 static long read_ntp_state(int call, struct timex *tx) {

@@ -58,8 +58,6 @@ void tc_syscall_trap_adopt(void);
 int tc_syscall_trap_filtered_text(uintptr_t *start, uintptr_t *end);
 /* Whether the shim's SIGSYS handler is in place (the program's SIGSYS is then recorded, never installed). */
 int tc_syscall_trap_active(void);
-struct sigaction;
-void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigaction *old);
 
 /* libc's convention for a kernel result: −1 and errno, or the value. */
 long tc_shim_errno_result(long kernel_result);

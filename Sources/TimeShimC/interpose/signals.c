@@ -20,6 +20,7 @@
  * counted: a wait then only sees a signal the kernel interrupts it with.
  */
 #define _GNU_SOURCE
+#include "process_calls.h"
 #include "spinlock.h"
 #include "waiter.h"
 

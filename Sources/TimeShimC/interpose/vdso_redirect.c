@@ -28,19 +28,13 @@
 #define _GNU_SOURCE
 #include "shim.h"
 #include "../vdso_image.h"
+#include "clock.h"
 #include "static_program.h"
 
 #include <fcntl.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
-
-int tc_vdso_entry_clock_gettime(clockid_t clock, struct timespec *ts);
-int tc_vdso_entry_gettimeofday(struct timeval *tv, void *tz);
-time_t tc_vdso_entry_time(time_t *out);
-int tc_vdso_static_entry_clock_gettime(clockid_t clock, struct timespec *ts);
-int tc_vdso_static_entry_gettimeofday(struct timeval *tv, void *tz);
-time_t tc_vdso_static_entry_time(time_t *out);
 
 #if defined(__x86_64__)
 

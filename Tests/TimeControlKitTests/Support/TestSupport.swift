@@ -218,16 +218,38 @@ enum CFixture {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var built: [String: String] = [:]
 
-    /// The path of the compiled fixture `name` (from Tests/Fixtures/SOURCE.c, by default NAME.c).
+    /// The path of the compiled fixture `name` (from Tests/Fixtures/SOURCE.c, by default NAME.c; with
+    /// `compiler: "c++"`, SOURCE.cpp as C++20).
     static func path(_ name: String, source sourceName: String? = nil, compiler: String = "cc", flags: [String] = []) throws -> String {
         lock.lock()
         defer { lock.unlock() }
         if let path = built[name] { return path }
         let output = directory + "/" + name
-        let source = Build.packageRoot + "/Tests/Fixtures/\(sourceName ?? name).c"
-        let result = try runProgram("/usr/bin/env", [compiler, "-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
+        let cxx = compiler == "c++"
+        let source = Build.packageRoot + "/Tests/Fixtures/\(sourceName ?? name).\(cxx ? "cpp" : "c")"
+        let language = cxx ? ["-std=c++20"] : []
+        let result = try runProgram("/usr/bin/env", [compiler] + language + ["-O1", "-Wall", "-Wno-deprecated-declarations", "-o", output, source, "-ldl", "-lpthread"] + flags,
                                     environment: ProcessInfo.processInfo.environment)
         try #require(result.status == 0, "compiling \(source): \(result.stderr)")
+        built[name] = output
+        return output
+    }
+}
+
+/// Rust programs from Tests/Fixtures/NAME.rs, compiled once per test run with Debian's rustc.
+enum RustFixture {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var built: [String: String] = [:]
+
+    static func path(_ name: String) throws -> String {
+        lock.lock()
+        defer { lock.unlock() }
+        if let path = built[name] { return path }
+        let output = CFixture.directory + "/" + name
+        let source = Build.packageRoot + "/Tests/Fixtures/\(name).rs"
+        let result = try runProgram("/usr/bin/env", ["rustc", "-O", "-o", output, source],
+                                    environment: ProcessInfo.processInfo.environment, guardSeconds: 300)
+        try #require(result.status == 0, "compiling \(source) (scripts/install-deps.sh installs rustc): \(result.stderr)")
         built[name] = output
         return output
     }
