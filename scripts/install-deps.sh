@@ -22,10 +22,12 @@ esac
 #   the throw-away dependent package), gdb (holding a writer stopped inside a
 #   verb), man-db (the installed man page), lintian (the Debian package),
 #   python3, default-jdk-headless, ruby, golang-go, rustc, erlang-base: real
-#   runtimes the tests run unmodified on the session's time.
+#   runtimes the tests run unmodified on the session's time; libglib2.0-dev and
+#   pkg-config: GLib's condition variables and queues, which wait with raw futex calls.
 packages=(
     binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
     gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc erlang-base
+    libglib2.0-dev pkg-config
 )
 
 missing_of() {

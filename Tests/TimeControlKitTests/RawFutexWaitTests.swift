@@ -100,6 +100,17 @@ struct RawFutexWaitTests {
         #expect(lines == ["try_acquire_for 0 3.000000000", "try_acquire_until 0 2.000000000"])
     }
 
+    @Test("GLib, a runtime that waits with raw futex calls too: g_cond_wait_until (3 s ahead) and g_async_queue_timeout_pop (2 s) time out exactly under auto-advance")
+    func glibWaits() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let flags = try runProgram("/usr/bin/env", ["pkg-config", "--cflags", "--libs", "glib-2.0"], environment: ProcessInfo.processInfo.environment)
+        try #require(flags.status == 0, "pkg-config glib-2.0 (scripts/install-deps.sh installs libglib2.0-dev): \(flags)")
+        let program = try CFixture.path("glib_waits", flags: flags.stdout.split(whereSeparator: \.isWhitespace).map(String.init))
+        let lines = try Self.autoAdvanced(sandbox, [program])
+        #expect(lines == ["g_cond_wait_until 0 3.000000", "g_async_queue_timeout_pop none 2.000000"])
+    }
+
     @Test("Erlang's BEAM (its schedulers sleep in raw futex waits): timer:sleep(5000) measures exactly 5000 ms under auto-advance, three runs in a row")
     func erlangSleep() throws {
         try Build.requireShim()
