@@ -121,7 +121,8 @@ public struct AttachedCommand: Sendable {
     static func terminate(_ processes: [Int32]) {
         for pid in processes { kill(pid, SIGTERM) }
         let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
-        while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { kill($0, 0) == 0 }) {
+        // A process that has exited stays a zombie until reaped: only a live one is waited for.
+        while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { ProcFS.isLive(pid: $0) }) {
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)
         }

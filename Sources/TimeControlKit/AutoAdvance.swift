@@ -70,6 +70,7 @@ public final class AutoAdvance: @unchecked Sendable {
     /// If a loop guard stops it, `onFailure` runs on the scheduler's thread
     /// with the error and the processes it was watching.
     init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
+         reportingOnly: (@Sendable (TimeControlError) -> Void)? = nil,
          onFailure: @escaping @Sendable (TimeControlError, [Int32]) -> Void = { _, _ in }) throws(TimeControlError) {
         self.session = session
         try Self.claim(session, pid: ownPID, kind: kind)
@@ -84,7 +85,7 @@ public final class AutoAdvance: @unchecked Sendable {
         startVirtual = session.monotonicNanoseconds
         // The thread holds what it uses, not this object: releasing the object stops it.
         startThread { [scheduler, stopFlag, finishedFlag, outcome, ownPID] in
-            if let failure = scheduler.autoAdvance(until: stopFlag, maxSteps: maxSteps) {
+            if let failure = scheduler.autoAdvance(until: stopFlag, maxSteps: maxSteps, reportingOnly: reportingOnly) {
                 outcome.failure.withLock { $0 = failure }
                 onFailure(failure, scheduler.watch.processes())
             }
@@ -154,10 +155,11 @@ extension TimeSession {
     /// `timectl daemon`: a scheduler for the session's attached processes;
     /// `onFailure` runs on its thread if a loop guard stops it.
     @_spi(CommandLine)
-    public func startDaemon(keepRate: Bool, maxSteps: Int?,
+    /// A deadlock or the end of the time range is handed to `onStuck` (once for each), and the daemon goes on.
+    public func startDaemon(keepRate: Bool, maxSteps: Int?, onStuck: @escaping @Sendable (TimeControlError) -> Void,
                             onFailure: @escaping @Sendable (TimeControlError) -> Void) throws(TimeControlError) -> AutoAdvance {
         try AutoAdvance(session: self, kind: .daemon, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps,
-                        onFailure: { error, _ in onFailure(error) })
+                        reportingOnly: onStuck, onFailure: { error, _ in onFailure(error) })
     }
 
     /// The process of the scheduler that owns the session (`timectl run --auto-advance`, `timectl daemon`), if one runs.

@@ -46,6 +46,12 @@ final class SessionScheduler: @unchecked Sendable {
         case idle
         /// Everything is blocked; `next` is the earliest wait ahead.
         case quiescent(next: PendingWait)
+        /// Everything is blocked, and `thread` waits on the world outside the session: no jump.
+        case held(by: BlockedThread)
+        /// Everything is blocked inside the session and nothing waits on virtual time: nothing can ever happen.
+        case deadlock([BlockedThread])
+        /// Everything is blocked and the only waits ahead lie past the end of the supported range (`wait`).
+        case endOfRange(PendingWait)
     }
 
     let session: TimeSession
@@ -60,6 +66,10 @@ final class SessionScheduler: @unchecked Sendable {
     private struct WaitIdentity: Hashable { var command: String; var kind: String; var clock: VirtualClock }
     private var stepsByWait: [WaitIdentity: (steps: Int, lastPID: Int32)] = [:]
     private(set) var steps = 0
+    /// What each watched thread waits on, with the run count it was classified at.
+    private let classifier = WaitClassifier()
+    private var classified: [Int32: (runs: UInt64, wait: BlockedThread?)] = [:]
+    private let ownPID = getpid()
 
     static let shortestPause: Int64 = 50_000
     static let longestPause: Int64 = 2_000_000
@@ -106,8 +116,29 @@ final class SessionScheduler: @unchecked Sendable {
         let waits = session.pendingWaits(seen: look, buffer: &waitTable, names: &names)
         if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
         guard waitChanges == changes else { return .busy }
-        guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else { return .idle }
+        let blocked = blockedThreads(look)
+        if let outside = blocked.first(where: { $0.side == .outside }) { return .held(by: outside) }
+        guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else {
+            if let beyond = waits.first { return .endOfRange(beyond) }
+            if !blocked.isEmpty && blocked.allSatisfy({ $0.side == .inside }) { return .deadlock(blocked) }
+            return .idle
+        }
         return .quiescent(next: next)
+    }
+
+    /// What each thread of `look` waits on; a thread that has not run since it was last classified keeps its class.
+    private func blockedThreads(_ look: ProcessWatch.Look) -> [BlockedThread] {
+        classifier.attached = Set(look.processes).union([ownPID])
+        var next: [Int32: (runs: UInt64, wait: BlockedThread?)] = [:]
+        var blocked: [BlockedThread] = []
+        for thread in look.threads {
+            let known = classified[thread.tid]
+            let wait = known?.runs == thread.runs ? known?.wait : classifier.classify(pid: thread.pid, tid: thread.tid)
+            next[thread.tid] = (thread.runs, wait)
+            if let wait, !wait.isTimectls { blocked.append(wait) }
+        }
+        classified = next
+        return blocked
     }
 
     private func key(of wait: PendingWait) -> UInt64 {
@@ -195,8 +226,8 @@ final class SessionScheduler: @unchecked Sendable {
             let changes = waitChanges
             let evaluation = evaluate()
             switch evaluation {
-            case .idle, .quiescent: return evaluation
-            case .busy, .due: break
+            case .idle, .quiescent, .deadlock, .endOfRange: return evaluation
+            case .busy, .due, .held: break
             }
             let now = tc_real_ns(CLOCK_MONOTONIC)
             if now >= deadline {
@@ -247,14 +278,50 @@ final class SessionScheduler: @unchecked Sendable {
 
     /// Advances whenever the processes are quiescent, until `stop` is
     /// raised (`timectl run --auto-advance`, `timectl daemon`). Stops early,
-    /// with the error, when a loop guard trips or the session cannot be written.
-    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil) -> TimeControlError? {
+    /// with the error, when a loop guard trips, the session cannot be
+    /// written, or nothing can ever happen again (a deadlock, or the end of
+    /// the supported range); with `reportingOnly`, such a state is handed to
+    /// it once instead (`timectl daemon`), and the scheduler goes on.
+    ///
+    /// While a thread waits on the world outside the session, a frozen
+    /// session runs at real speed instead of jumping, so that the outside
+    /// wait's timeout takes as long as it says; it is frozen again as soon as
+    /// that wait is over.
+    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil,
+                     reportingOnly: ((TimeControlError) -> Void)? = nil) -> TimeControlError? {
         var loopGuard = LoopGuard(session: session)
         var pause = Self.shortestPause
+        var runningForOutside = false
+        var reported: String? = nil
+        defer { if runningForOutside { try? session.freeze() } }
         while !stop.raised {
             let changes = waitChanges
             do {
-                switch evaluate() {
+                let evaluation = evaluate()
+                if runningForOutside, case .held = evaluation {} else if runningForOutside {
+                    try session.freeze()
+                    runningForOutside = false
+                }
+                var stuck: TimeControlError? = nil
+                switch evaluation {
+                case .deadlock(let threads): stuck = .deadlock(threads: threads)
+                case .endOfRange(let wait): stuck = .endOfTimeRange(wait: "\(wait.pid)/\(wait.thread) \(wait.command): \(wait.kind) on \(wait.clock)")
+                default: reported = nil
+                }
+                if let stuck {
+                    guard let reportingOnly else { return stuck }
+                    if stuck.description != reported { reportingOnly(stuck) }
+                    reported = stuck.description
+                }
+                switch evaluation {
+                case .held:
+                    if !runningForOutside && session.isFrozen {
+                        try session.resume()
+                        runningForOutside = true
+                    }
+                    self.pause(since: changes, nanoseconds: 1_000_000, stop: stop)
+                case .deadlock, .endOfRange:
+                    self.pause(since: changes, nanoseconds: 50_000_000, stop: stop)
                 case .quiescent(let next):
                     if let maxSteps { try checkSteps(maxSteps, goal: "the processes running out of waits") }
                     try advance(to: next)

@@ -34,6 +34,8 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     public var processes: [AttachedProcess]
     /// Pending waits and armed timers, earliest first.
     public var waits: [PendingWait]
+    /// The attached processes' blocked threads, with what each waits on and on which side of the session.
+    public var blocked: [BlockedThread]
     /// The auto-advance scheduler that owns the session, if one runs.
     public var scheduler: SchedulerStatus?
 }

@@ -60,6 +60,11 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case traceExists(path: String)
     /// There was no pending wait to advance to.
     case nothingPending(session: String)
+    /// Every thread of the session is blocked on another of its threads and
+    /// none waits on virtual time: nothing can ever happen (auto-advance).
+    case deadlock(threads: [BlockedThread])
+    /// Every thread is blocked and the only waits left end past the year 2200, the end of the supported range.
+    case endOfTimeRange(wait: String)
 
     /// One line that says what was wrong and, for bad input, what is accepted.
     public var description: String {
@@ -120,6 +125,11 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
             return "session '\(session)' already has an auto-advance scheduler (pid \(pid), \(kind.rawValue)); \(ending)"
         case .nothingPending(let session):
             return "session '\(session)' has no pending wait with a deadline ahead; nothing to advance to"
+        case .deadlock(let threads):
+            let lines = threads.map { "  \($0.description)" }.joined(separator: "\n")
+            return "deadlock: every thread of the session is blocked inside it and none waits on virtual time, so nothing can ever happen:\n\(lines)"
+        case .endOfTimeRange(let wait):
+            return "every thread is blocked and the next wait (\(wait)) ends past 2200-01-01, the end of the time range timectl supports: nothing more can happen"
         }
     }
 

@@ -307,6 +307,12 @@ public final class TimeSession: Sendable {
     }
 
     /// The state of the session now.
+    /// Whether the session's clocks stand still (rate 0).
+    var isFrozen: Bool {
+        var state = mapping.snapshot()
+        return tc_anchors_unpack(&state).rate == 0
+    }
+
     public func status() -> SessionStatus {
         let header = mapping.header
         var state = mapping.snapshot()
@@ -314,6 +320,7 @@ public final class TimeSession: Sendable {
         let realNow = tc_real_ns(CLOCK_MONOTONIC)
         let wall = tc_anchors_value(&anchors, Int32(TC_TRACK_WALL.rawValue), realNow)
         let elapsedTrack = tc_anchors_value(&anchors, Int32(TC_TRACK_ELAPSED.rawValue), realNow)
+        let processes = attachedProcesses()
         return SessionStatus(
             session: name,
             segment: segmentPath,
@@ -327,8 +334,9 @@ public final class TimeSession: Sendable {
             rateText: anchors.rate == 0 ? "0" : TimeFormats.formatRate(anchors.rate),
             createdAt: TimeFormats.formatInstant(header.created_realtime),
             verbsApplied: mapping.verbsApplied,
-            processes: attachedProcesses(),
+            processes: processes,
             waits: pendingWaits(),
+            blocked: WaitClassifier.blockedThreads(of: processes.map(\.pid)),
             scheduler: scheduler.map { process, kind in
                 SchedulerStatus(pid: process.pid, command: process.command, steps: mapping.schedulerSteps, kind: kind)
             }

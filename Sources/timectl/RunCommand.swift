@@ -178,6 +178,9 @@ enum CommandStatus {
     static let failed: Int32 = 125
     /// `replay --strict`: a process diverged from the recording.
     static let diverged: Int32 = 121
+    /// `run --auto-advance`: nothing could ever happen again — a deadlock, or
+    /// waits past the end of the supported range — and the run was ended.
+    static let stuck: Int32 = 122
 
     /// Reports `error` on one line; returns the status to exit with: 127 for
     /// a command not found, 126 for one that cannot be executed, else 125.
@@ -186,6 +189,7 @@ enum CommandStatus {
         switch error {
         case .commandNotFound: return 127
         case .commandNotExecutable: return 126
+        case .deadlock, .endOfTimeRange: return stuck
         default: return failed
         }
     }

@@ -80,7 +80,9 @@ struct Daemon: ParsableCommand {
         for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, signal) }
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let ownPID = getpid()
-        let scheduler = try session.startDaemon(keepRate: keepRate, maxSteps: nil) { _ in kill(ownPID, SIGTERM) }
+        let scheduler = try session.startDaemon(keepRate: keepRate, maxSteps: nil,
+                                                onStuck: { Main.report(line: $0.description) },
+                                                onFailure: { _ in kill(ownPID, SIGTERM) })
         var received: Int32 = 0
         sigwait(&stopSignals, &received)
         let report = scheduler.stop()

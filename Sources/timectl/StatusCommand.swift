@@ -47,12 +47,17 @@ enum StatusFormat {
             ("created", status.createdAt),
             ("processes", processes),
             ("scheduler", status.scheduler.map { "auto-advance by pid \($0.pid) (\($0.command), \($0.kind.rawValue)), \(TimeFormats.count($0.steps, "step")) so far" } ?? "none (time moves only by verbs and its rate)"),
+        ]
+        let blocked: [(String, String)] = [
+            ("blocked", status.blocked.isEmpty ? "no thread" : "\(TimeFormats.count(UInt64(status.blocked.count), "thread")), by what can end the wait:"),
+        ]
+        let waits: [(String, String)] = [
             ("waits", status.waits.isEmpty ? "none pending" : "\(status.waits.count) pending, earliest first:"),
         ]
-        let table = rows.map { label, value in
-            label + String(repeating: " ", count: 12 - label.count) + value + "\n"
-        }.joined()
-        return table + status.waits.map { wait in
+        func table(_ rows: [(String, String)]) -> String {
+            rows.map { label, value in label + String(repeating: " ", count: 12 - label.count) + value + "\n" }.joined()
+        }
+        return table(rows) + table(blocked) + status.blocked.map { "  \($0.description)\n" }.joined() + table(waits) + status.waits.map { wait in
             let who = wait.thread == 0 ? "\(wait.pid)" : "\(wait.pid)/\(wait.thread)"
             let due = wait.remainingNanoseconds == 0 ? "due now" : "in " + TimeFormats.formatDuration(wait.remainingNanoseconds)
             let at = wait.deadline.map { " (at \($0))" } ?? ""

@@ -1,0 +1,305 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import TimeShimC
+
+/// What a blocked thread of a session waits for, and on which side of the
+/// session that is (SPEC §8, "Inside and outside"; docs/auto-advance.md).
+///
+/// Read from `/proc`: the system call the thread is blocked in
+/// (`/proc/PID/task/TID/syscall`), the descriptors it waits on (its
+/// arguments; a `poll` array or `select` sets read from the process's
+/// memory; an epoll set's `fdinfo`), and what each descriptor is — a pipe
+/// and the processes that hold it, a socket and the process at its other
+/// end (`/proc/net/tcp*`, `/proc/net/udp*`, the kernel's unix-socket
+/// diagnostics), a terminal.
+public struct BlockedThread: Sendable, Hashable, Codable {
+    /// Which side of the session can end the wait.
+    public enum Side: String, Sendable, Hashable, Codable {
+        /// An attached process (a futex, a pipe or socket whose other end is
+        /// attached, a child, a signal), or nothing but time.
+        case inside
+        /// Anyone at all: a listening socket, an unconnected datagram socket.
+        /// Auto-advance may jump past it (nobody promised to come), but it is
+        /// never called a deadlock.
+        case anyone
+        /// The world outside the session: a socket whose peer is not attached
+        /// or is on another host, a pipe a process outside holds, a terminal,
+        /// or anything that cannot be classified. Auto-advance holds its jumps.
+        case outside
+    }
+
+    public var pid: Int32
+    public var thread: Int32
+    /// The process name (`/proc/PID/comm`).
+    public var command: String
+    /// The thread's own name (`/proc/PID/task/TID/comm`), when it has one other than the process's.
+    public var threadName: String?
+    public var side: Side
+    /// What it waits in, for people: `futex`, `read on pipe:[123] (held by 456 sh, not attached)`, ….
+    public var waitsOn: String
+
+    /// One line for people: `4321/4322 python3: outside: recvfrom on socket to 127.0.0.1:8080 (pid 99 nginx, not attached)`.
+    public var description: String {
+        "\(pid)/\(thread) \(command)\(threadName.map { " (thread \($0))" } ?? ""): \(side.rawValue): \(waitsOn)"
+    }
+
+    /// Threads of timectl's own (the shim's helper threads, `timectl run`'s guardian) are named `timectl-…`.
+    var isTimectls: Bool { (threadName ?? command).hasPrefix("timectl-") }
+}
+
+/// Classifies blocked threads. What it reads of the machine — which
+/// processes hold which pipes and sockets, the socket tables — it keeps for
+/// up to a second, and reads again at once when it meets a pipe or socket it
+/// has not seen: a scheduler classifies the threads a step woke many
+/// thousand times a second.
+final class WaitClassifier {
+    /// The processes of the session: a pipe's or socket's other end held by one of them is "inside".
+    var attached: Set<Int32> = []
+    private var everyHolder: Cached<[String: [Int32]]>? = nil
+    private var inet: Cached<[UInt64: InetSocket]>? = nil
+    private var unix: Cached<[UInt64: (peer: UInt64, state: UInt32)]>? = nil
+
+    private struct Cached<Value> {
+        var value: Value
+        var read = tc_real_ns(CLOCK_MONOTONIC)
+        var fresh: Bool { tc_real_ns(CLOCK_MONOTONIC) - read < 1_000_000_000 }
+    }
+
+    /// A table kept in `cache`, read again when older than a second or when `has` finds nothing in it.
+    private func lookUp<Value, Result>(_ cache: inout Cached<Value>?, read: () -> Value, has: (Value) -> Result?) -> Result? {
+        if let cached = cache, cached.fresh, let found = has(cached.value) { return found }
+        let value = read()
+        cache = Cached(value: value)
+        return has(value)
+    }
+
+    /// The blocked threads of `pids` (those asleep in the kernel), timectl's own left out.
+    static func blockedThreads(of pids: [Int32]) -> [BlockedThread] {
+        let classifier = WaitClassifier()
+        classifier.attached = Set(pids)
+        var blocked: [BlockedThread] = []
+        for pid in pids {
+            for tid in ProcFS.threads(of: pid) {
+                guard let stat = ProcFS.text("/proc/\(pid)/task/\(tid)/stat", limit: 4096), let close = stat.lastIndex(of: ")"),
+                      stat[stat.index(after: close)...].dropFirst().first == "S",
+                      let wait = classifier.classify(pid: pid, tid: tid), !wait.isTimectls else { continue }
+                blocked.append(wait)
+            }
+        }
+        return blocked
+    }
+
+    /// The thread's wait, or nil when it is not blocked in a system call (it runs, or is gone).
+    func classify(pid: Int32, tid: Int32) -> BlockedThread? {
+        let command = ProcFS.command(of: pid) ?? "?"
+        let name = ProcFS.text("/proc/\(pid)/task/\(tid)/comm", limit: 64).map { String($0.prefix { $0 != "\n" }) }
+        let threadName = name == command ? nil : name
+        guard let call = ProcFS.systemCall(pid: pid, tid: tid) else {
+            guard ProcFS.isLive(pid: pid, tid: tid) else { return nil }
+            // The kernel would not say (another user's process): inside, as before threads were classified.
+            return BlockedThread(pid: pid, thread: tid, command: command, threadName: threadName, side: .inside,
+                                 waitsOn: "(not readable by this user: taken as inside)")
+        }
+        guard call.number >= 0 else { return nil }
+        let (side, what) = classify(call: call, pid: pid)
+        return BlockedThread(pid: pid, thread: tid, command: command, threadName: threadName, side: side, waitsOn: what)
+    }
+
+    private func classify(call: ProcFS.SystemCall, pid: Int32) -> (BlockedThread.Side, String) {
+        let a = call.arguments
+        let name = Self.names[call.number] ?? "system call \(call.number)"
+        switch call.number {
+        case 0, 1, 17, 18, 19, 20, 295, 296, 327, 328, 42, 43, 44, 45, 46, 47, 288, 299, 307, 40, 275, 276:
+            return descriptors([Int32(truncatingIfNeeded: a[0])], pid: pid, call: name)
+        case 7, 271:  // poll, ppoll: an array of {int fd; short events; short revents}
+            let count = Int(min(a[1], 4096))
+            guard let bytes = ProcFS.memory(pid: pid, address: a[0], count: count * 8) else { return (.outside, "\(name) (its descriptors unreadable)") }
+            var fds: [Int32] = []
+            for i in 0..<count {
+                var word: UInt32 = 0
+                for byte in (0..<4).reversed() { word = word << 8 | UInt32(bytes[i * 8 + byte]) }
+                let fd = Int32(bitPattern: word)
+                if fd >= 0 { fds.append(fd) }
+            }
+            return descriptors(fds, pid: pid, call: name)
+        case 23, 270:  // select, pselect6: three fd_set bitmaps of `nfds` bits
+            let nfds = Int(min(a[0], 65536)), size = (nfds + 7) / 8
+            var fds: Set<Int32> = []
+            for set in [a[1], a[2], a[3]] where set != 0 {
+                guard let bytes = ProcFS.memory(pid: pid, address: set, count: size) else { return (.outside, "\(name) (its descriptors unreadable)") }
+                for fd in 0..<nfds where bytes[fd / 8] & (1 << (fd % 8)) != 0 { fds.insert(Int32(fd)) }
+            }
+            return descriptors(fds.sorted(), pid: pid, call: name)
+        case 232, 281, 441:  // epoll_wait, epoll_pwait, epoll_pwait2
+            return descriptors([Int32(truncatingIfNeeded: a[0])], pid: pid, call: name)
+        case 202, 449:
+            return (.inside, name)
+        case 61, 247:
+            return (.inside, "\(name) (a child)")
+        case 34, 128, 130:
+            return (.inside, "\(name) (a signal)")
+        case 35, 230:
+            return (.inside, name)
+        default:
+            return (.outside, "\(name) (not classified: taken as outside)")
+        }
+    }
+
+    /// The side of a wait on `fds` (an epoll descriptor stands for its set): outside if any is, else anyone if any is.
+    private func descriptors(_ fds: [Int32], pid: Int32, call: String) -> (BlockedThread.Side, String) {
+        var worst: (BlockedThread.Side, String)? = nil
+        var seen = Set<String>()
+        var queue = fds
+        while let fd = queue.popLast() {
+            guard let target = ProcFS.descriptor(pid: pid, fd: fd), seen.insert(target).inserted else { continue }
+            if target == "anon_inode:[eventpoll]" {
+                queue.append(contentsOf: ProcFS.epollTargets(pid: pid, fd: fd))
+                continue
+            }
+            let (side, what) = classify(target: target, pid: pid)
+            // The shim adds a wake eventfd to every descriptor wait it makes: the program's own descriptors say more.
+            let wake = target == "anon_inode:[eventfd]"
+            if worst == nil || rank(side) > rank(worst!.0) || (worst!.1 == "anon_inode:[eventfd]" && !wake && side == worst!.0) {
+                worst = (side, what)
+            }
+        }
+        guard let worst else { return (.inside, call) }
+        return (worst.0, "\(call) on \(worst.1)")
+    }
+
+    private func rank(_ side: BlockedThread.Side) -> Int {
+        switch side {
+        case .inside: return 0
+        case .anyone: return 1
+        case .outside: return 2
+        }
+    }
+
+    private func classify(target: String, pid: Int32) -> (BlockedThread.Side, String) {
+        if target.hasPrefix("pipe:") { return pipe(target, pid: pid) }
+        if target.hasPrefix("socket:["), let inode = UInt64(target.dropFirst(8).dropLast()) { return socket(inode, pid: pid) }
+        if target.hasPrefix("anon_inode:") {
+            return target.contains("inotify") || target.contains("fanotify") ? (.outside, "\(target) (file changes)") : (.inside, target)
+        }
+        if target.hasPrefix("/dev/pts/") || target.hasPrefix("/dev/tty") || target == "/dev/console" || target == "/dev/ptmx" {
+            return (.outside, "\(target) (a terminal)")
+        }
+        var info = stat()
+        if stat(target, &info) == 0, (info.st_mode & S_IFMT) == S_IFIFO { return pipe(target, pid: pid) }
+        if stat(target, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG || target == "/dev/null" { return (.inside, target) }
+        return (.outside, "\(target) (not classified: taken as outside)")
+    }
+
+    /// A pipe or FIFO: inside when every process holding it is attached.
+    private func pipe(_ target: String, pid: Int32) -> (BlockedThread.Side, String) {
+        let holders = (lookUp(&everyHolder, read: { ProcFS.descriptorHolders() }, has: { $0[target] }) ?? []).filter { $0 != pid }
+        if let stranger = holders.first(where: { !attached.contains($0) }) {
+            return (.outside, "\(target) (held by \(stranger) \(ProcFS.command(of: stranger) ?? "?"), not attached)")
+        }
+        let feeders = holders.map { "\($0) \(ProcFS.command(of: $0) ?? "?")" }
+        return (.inside, feeders.isEmpty ? target : "\(target) (held by \(feeders.joined(separator: ", ")))")
+    }
+
+    private func socket(_ inode: UInt64, pid: Int32) -> (BlockedThread.Side, String) {
+        if let entry = lookUp(&inet, read: InetSocket.table, has: { $0[inode] }) {
+            if entry.listening { return (.anyone, "\(entry.protocolName) socket listening on \(entry.localDescription)") }
+            guard entry.remoteIsLoopback else { return (.outside, "\(entry.protocolName) socket to \(entry.remoteDescription) (another host)") }
+            let peer = lookUp(&inet, read: InetSocket.table, has: { table in
+                table.first { $0.value.local == entry.remote && $0.value.remote == entry.local && $0.value.protocolName == entry.protocolName }?.key
+            })
+            guard let peer else { return (.outside, "\(entry.protocolName) socket to \(entry.remoteDescription) (no process found at the other end)") }
+            return other(end: "socket:[\(peer)]", what: "\(entry.protocolName) socket to \(entry.remoteDescription)")
+        }
+        if let entry = lookUp(&unix, read: Self.unixSockets, has: { $0[inode] }) {
+            if entry.state == 10 || entry.peer == 0 { return (.anyone, "unix socket socket:[\(inode)] \(entry.state == 10 ? "listening" : "unconnected")") }
+            return other(end: "socket:[\(entry.peer)]", what: "unix socket socket:[\(inode)]")
+        }
+        return (.outside, "socket:[\(inode)] (not classified: taken as outside)")
+    }
+
+    /// The side of the process that holds the other end `target` of a wait on `what`.
+    private func other(end target: String, what: String) -> (BlockedThread.Side, String) {
+        let holders = lookUp(&everyHolder, read: { ProcFS.descriptorHolders() }, has: { $0[target] }) ?? []
+        if let holder = holders.first(where: attached.contains) {
+            return (.inside, "\(what) (\(holder) \(ProcFS.command(of: holder) ?? "?"))")
+        }
+        if let stranger = holders.first {
+            return (.outside, "\(what) (\(stranger) \(ProcFS.command(of: stranger) ?? "?"), not attached)")
+        }
+        return (.outside, "\(what) (no process found at the other end)")
+    }
+
+    private static func unixSockets() -> [UInt64: (peer: UInt64, state: UInt32)] {
+        var capacity = 4096
+        while true {
+            var inodes = [UInt64](repeating: 0, count: capacity), peers = inodes
+            var states = [UInt32](repeating: 0, count: capacity)
+            let count = Int(tc_unix_socket_peers(&inodes, &peers, &states, Int32(capacity)))
+            if count < 0 { return [:] }
+            if count <= capacity {
+                var table: [UInt64: (peer: UInt64, state: UInt32)] = [:]
+                for i in 0..<count { table[inodes[i]] = (peers[i], states[i]) }
+                return table
+            }
+            capacity = count + 256
+        }
+    }
+
+    static let names: [Int: String] = [
+        0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
+        34: "pause", 35: "nanosleep", 40: "sendfile", 42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom",
+        46: "sendmsg", 47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 130: "rt_sigsuspend", 202: "futex",
+        230: "clock_nanosleep", 232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll", 275: "splice",
+        276: "tee", 281: "epoll_pwait", 288: "accept4", 295: "preadv", 296: "pwritev", 299: "recvmmsg",
+        307: "sendmmsg", 327: "preadv2", 328: "pwritev2", 441: "epoll_pwait2", 449: "futex_waitv",
+    ]
+}
+
+/// One row of /proc/net/{tcp,tcp6,udp,udp6}.
+struct InetSocket {
+    var protocolName: String
+    var local: String   // "ADDRESS:PORT" as the kernel prints it (hex)
+    var remote: String
+    var state: Int
+
+    var listening: Bool { protocolName.hasPrefix("tcp") ? state == 10 : Self.isUnset(remote) }
+    var remoteIsLoopback: Bool { Self.isLoopback(remote) }
+    var localDescription: String { Self.describe(local) }
+    var remoteDescription: String { Self.describe(remote) }
+
+    static func table() -> [UInt64: InetSocket] {
+        var table: [UInt64: InetSocket] = [:]
+        for name in ["tcp", "tcp6", "udp", "udp6"] {
+            guard let text = ProcFS.text("/proc/net/\(name)") else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count > 9, let state = Int(fields[3], radix: 16), let inode = UInt64(fields[9]), inode != 0 else { continue }
+                table[inode] = InetSocket(protocolName: name, local: String(fields[1]), remote: String(fields[2]), state: state)
+            }
+        }
+        return table
+    }
+
+    static func isUnset(_ address: String) -> Bool {
+        address.split(separator: ":").first.map { $0.allSatisfy { $0 == "0" } } ?? true
+    }
+
+    /// 127.0.0.0/8 (printed little-endian: "xx00007F" for 127.0.0.x), ::1, and ::ffff:127.x.
+    static func isLoopback(_ address: String) -> Bool {
+        guard let host = address.split(separator: ":").first else { return false }
+        if host.count == 8 { return host.hasSuffix("7F") }
+        if host == "00000000000000000000000001000000" { return true }
+        return host.count == 32 && host.hasPrefix("0000000000000000FFFF0000") && host.hasSuffix("7F")
+    }
+
+    static func describe(_ address: String) -> String {
+        let parts = address.split(separator: ":")
+        guard parts.count == 2, let port = Int(parts[1], radix: 16) else { return address }
+        let host = parts[0]
+        if host.count == 8, let value = UInt32(host, radix: 16) {
+            return "\(value & 0xff).\(value >> 8 & 0xff).\(value >> 16 & 0xff).\(value >> 24):\(port)"
+        }
+        return "[\(host)]:\(port)"
+    }
+}

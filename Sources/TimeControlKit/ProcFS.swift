@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reading `/proc`: small files whole, descriptors' targets, a process's
+/// memory. Each read is one system call on a file the kernel makes anew.
+enum ProcFS {
+    /// A `/proc` file's text (at most `limit` bytes), or nil when it cannot be read.
+    static func text(_ path: String, limit: Int = 1 << 20) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while bytes.count < limit {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: chunk[..<count])
+        }
+        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A process's name (`/proc/PID/comm`), or nil when it is gone.
+    static func command(of pid: Int32) -> String? {
+        text("/proc/\(pid)/comm", limit: 64).map { String($0.prefix { $0 != "\n" }) }
+    }
+
+    /// The system call a thread is blocked in: `number` −1 while it runs.
+    struct SystemCall {
+        var number: Int
+        var arguments: [UInt64]
+    }
+
+    /// `/proc/PID/task/TID/syscall`; nil when the kernel will not say (another user's process) or it is gone.
+    static func systemCall(pid: Int32, tid: Int32) -> SystemCall? {
+        guard let line = text("/proc/\(pid)/task/\(tid)/syscall", limit: 256) else { return nil }
+        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard let first = fields.first else { return nil }
+        if first == "running" { return SystemCall(number: -1, arguments: []) }
+        guard let number = Int(first), number >= 0 else { return SystemCall(number: -1, arguments: []) }
+        let arguments = fields.dropFirst().prefix(6).map { UInt64($0.dropFirst(2), radix: 16) ?? 0 }
+        guard arguments.count == 6 else { return nil }
+        return SystemCall(number: number, arguments: arguments)
+    }
+
+    /// Whether a thread exists and is not a zombie (its `stat` state is neither `Z` nor `X`).
+    static func isLive(pid: Int32, tid: Int32? = nil) -> Bool {
+        let path = tid.map { "/proc/\(pid)/task/\($0)/stat" } ?? "/proc/\(pid)/stat"
+        guard let stat = text(path, limit: 4096), let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].dropFirst().first
+        return state != "Z" && state != "X"
+    }
+
+    /// `count` bytes of a process's memory at `address`, or nil.
+    static func memory(pid: Int32, address: UInt64, count: Int) -> [UInt8]? {
+        guard count > 0 else { return [] }
+        let fd = open("/proc/\(pid)/mem", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        let offset = off_t(Int64(bitPattern: address))
+        let read = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, offset) }
+        return read == count ? bytes : nil
+    }
+
+    /// What a descriptor refers to (`pipe:[123]`, `socket:[456]`, a path), or nil.
+    static func descriptor(pid: Int32, fd: Int32) -> String? {
+        link("/proc/\(pid)/fd/\(fd)")
+    }
+
+    /// The descriptors an epoll descriptor watches (the `tfd:` lines of its fdinfo).
+    static func epollTargets(pid: Int32, fd: Int32) -> [Int32] {
+        guard let info = text("/proc/\(pid)/fdinfo/\(fd)") else { return [] }
+        return info.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("tfd:") else { return nil }
+            return line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { Int32($0) }
+        }
+    }
+
+    /// Which processes hold each pipe, FIFO and socket, of every process this user may look into.
+    static func descriptorHolders() -> [String: [Int32]] {
+        var holders: [String: [Int32]] = [:]
+        for pid in allProcesses() {
+            guard let directory = opendir("/proc/\(pid)/fd") else { continue }
+            defer { closedir(directory) }
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard name.first?.isNumber == true, let target = link("/proc/\(pid)/fd/\(name)") else { continue }
+                guard target.hasPrefix("pipe:") || target.hasPrefix("socket:") || target.hasPrefix("/") else { continue }
+                if holders[target]?.last != pid { holders[target, default: []].append(pid) }
+            }
+        }
+        return holders
+    }
+
+    /// The thread ids of a process (`/proc/PID/task`).
+    static func threads(of pid: Int32) -> [Int32] { numericEntries(of: "/proc/\(pid)/task") }
+
+    static func allProcesses() -> [Int32] { numericEntries(of: "/proc") }
+
+    private static func numericEntries(of path: String) -> [Int32] {
+        guard let directory = opendir(path) else { return [] }
+        defer { closedir(directory) }
+        var pids: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let pid = Int32(name) { pids.append(pid) }
+        }
+        return pids
+    }
+
+    private static func link(_ path: String) -> String? {
+        var buffer = [Int8](repeating: 0, count: 4096)
+        let length = readlink(path, &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
