@@ -68,6 +68,9 @@ chmod 0644 "$package/usr/share/lintian/overrides/timectl"
 cat > "$package/usr/share/doc/timectl/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: timectl
+Comment: usr/bin/timectl is linked statically: it also holds the Swift
+ runtime and libraries it was built with, swift-argument-parser,
+ swift-system and the GNU C Library, each under its own licence.
 
 Files: *
 Copyright: $copyright
