@@ -27,7 +27,15 @@ done
 
 version=$("$bin/timectl" --version)-1
 architecture=$(dpkg --print-architecture)
-maintainer="timectl maintainers <timectl-maintainers@users.noreply.github.com>"
+# The project has no mail address of its own, and no package archive: the
+# default Maintainer says so plainly, with a domain reserved for names that
+# cannot exist (RFC 2606's .invalid), rather than look like a real mailbox.
+# Whoever publishes a package puts their own name and address here, through
+# the variables Debian's tools read (dch, debmake).
+maintainer="${DEBFULLNAME:-The timectl authors} <${DEBEMAIL:-authors@timectl.invalid}>"
+# The copyright line is LICENSE's first line, kept in one place.
+copyright=$(sed -n '1s/^Copyright //p' "$root/LICENSE")
+[ -n "$copyright" ] || { echo "package-deb.sh: LICENSE does not start with a 'Copyright YEAR HOLDER' line" >&2; exit 1; }
 # Reproducible: every date in the package is the last commit's.
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
 
@@ -56,17 +64,33 @@ install -m 0644 "$generated/timectl.fish" "$package/usr/share/fish/vendor_comple
 echo "timectl: statically-linked-binary [usr/bin/timectl]" > "$package/usr/share/lintian/overrides/timectl"
 chmod 0644 "$package/usr/share/lintian/overrides/timectl"
 
-# The repository states no license yet: the copyright file says so rather than invent one.
+# Machine-readable (DEP-5), pointing at Debian's copy of the licence text.
 cat > "$package/usr/share/doc/timectl/copyright" <<COPYRIGHT
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
 Upstream-Name: timectl
-Comment: The timectl repository does not state a license. Until it does,
- no license is granted beyond what the authors have agreed with you.
+Comment: usr/bin/timectl is linked statically: it also holds the Swift
+ runtime and libraries it was built with, swift-argument-parser,
+ swift-system and the GNU C Library, each under its own licence.
 
 Files: *
-Copyright: $(date -u -d "@$SOURCE_DATE_EPOCH" +%Y) the timectl authors
-License: none-stated
- The timectl repository does not state a license.
+Copyright: $copyright
+License: Apache-2.0
+
+License: Apache-2.0
+ Licensed under the Apache License, Version 2.0 (the "License");
+ you may not use this file except in compliance with the License.
+ You may obtain a copy of the License at
+ .
+ https://www.apache.org/licenses/LICENSE-2.0
+ .
+ Unless required by applicable law or agreed to in writing, software
+ distributed under the License is distributed on an "AS IS" BASIS,
+ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+ See the License for the specific language governing permissions and
+ limitations under the License.
+ .
+ On Debian systems, the complete text of the Apache License, Version 2.0
+ can be found in "/usr/share/common-licenses/Apache-2.0".
 COPYRIGHT
 chmod 0644 "$package/usr/share/doc/timectl/copyright"
 {

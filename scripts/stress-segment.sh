@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stresses the segment from outside and prints its figures (README,
-# "Performance and robustness"):
+# Stresses the segment from outside and prints its figures
+# (docs/performance.md, "The segment under stress, damage and fuzzing"):
 #   torn reads    readers (clock_hammer, frozen-ticks mode) in 2 processes
 #                 while whole-second ticks land: a torn read shows as a fraction
 #   regressions   readers (clock_hammer, running mode) in 2 processes while

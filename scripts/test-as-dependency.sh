@@ -4,13 +4,13 @@
 # directory that depends on this repository — by URL (file://, HEAD tagged
 # with the version) when the work tree is clean, as a package fetched from
 # GitHub by version, else by path — and runs its tests:
-# the README's harness example, the `.timeSession()` trait with parameterised
+# docs/swift.md's harness example, the `.timeSession()` trait with parameterised
 # cases in parallel, `TimeSession.current == nil` without it, the XCTest
 # helper, and a temporary session still held when the test process exits
 # (it must be ended then: no segment, no process left). The shim must come from nowhere but the dependency's sources,
 # built into an empty per-user cache; the test then checks that copy.
-# Every complete code sample of README.md and the DocC catalog is compiled
-# too, as written.
+# Every complete code sample of README.md, docs/*.md and the DocC catalog is
+# compiled too, as written.
 #   scripts/test-as-dependency.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,13 +38,13 @@ echo "test-as-dependency.sh: a package with $dependency"
 consumer=$work/consumer
 mkdir -p "$consumer/Tests/ConsumerTests"
 
-# Every complete sample of the docs (a swift block of README.md or the DocC
-# catalog that starts with its imports) compiles as written, each in a test
+# Every complete sample of the docs (a swift block of README.md, docs/*.md or
+# the DocC catalog that starts with its imports) compiles as written, each in a test
 # target of its own: built, never run (they start programs such as
 # ./make-report that only the reader has).
 samples=0
 sampleTargets=
-for page in "$root/README.md" "$root"/Sources/TimeControlKit/TimeControlKit.docc/*.md; do
+for page in "$root/README.md" "$root"/docs/*.md "$root"/Sources/TimeControlKit/TimeControlKit.docc/*.md; do
     samples=$(awk -v count="$samples" -v out="$consumer/Tests" -v page="$(basename "$page")" '
         /^```swift$/ { inside = 1; text = ""; next }
         inside && /^```$/ {
@@ -96,7 +96,7 @@ import XCTest
 
 let keptUntilExit = Mutex<[AnyObject]>([])
 
-// The README's harness example, unchanged.
+// docs/swift.md's harness example, unchanged.
 @Test func workerAndTestShareOneTimeline() async throws {
     let session = try TimeSession.temporary(frozenAt: Date(timeIntervalSince1970: 1_451_649_600))
     let worker = try session.spawn("python3", ["-c", "import time; time.sleep(30); print(time.time())"])

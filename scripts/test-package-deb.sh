@@ -2,9 +2,9 @@
 # Builds the Debian package into a temporary directory (scripts/package-deb.sh)
 # and checks it: exactly one .deb, named for timectl's version; `dpkg-deb -I`
 # names package timectl for this architecture; the binary, the shim, the man
-# page and the completions are in it; lintian finds no error; and a copy
-# unpacked anywhere (`dpkg-deb -x`) runs a command attached, with the shim
-# found relative to timectl.
+# page and the completions are in it; its copyright file names Apache-2.0;
+# lintian finds no error; and a copy unpacked anywhere (`dpkg-deb -x`) runs
+# a command attached, with the shim found relative to timectl.
 #   scripts/test-package-deb.sh      (builds the release build if missing)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +43,9 @@ fi
 
 # Unpacked into a directory of its own, the package's timectl works there.
 dpkg-deb -x "$deb" "$work/unpacked"
+copyright=$work/unpacked/usr/share/doc/timectl/copyright
+grep -qx "License: Apache-2.0" "$copyright" && grep -q '/usr/share/common-licenses/Apache-2.0' "$copyright" \
+    || fail "the copyright file does not name Apache-2.0 and Debian's copy of it: $(cat "$copyright")"
 timectl=$work/unpacked/usr/bin/timectl
 mkdir -m 0700 "$work/sessions"
 run() { env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION TIMECTL_DIR="$work/sessions" "$timectl" "$@"; }

@@ -12,7 +12,9 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case sessionNotFound(name: String, path: String)
     /// `session create` (``TimeSession/create(named:in:)``) named a session that already exists.
     case sessionExists(name: String, path: String)
-    /// The segment file exists but is not one to trust (SPEC §7).
+    /// The segment file exists but is not one to trust: a symbolic link, not a
+    /// regular file, another user's, open to others, truncated, of another
+    /// layout version, or damaged.
     case untrustedSegment(path: String, problem: String)
     /// The verb would move a clock outside what the segment can represent.
     case outOfRange(verb: String)
