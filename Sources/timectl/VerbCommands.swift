@@ -11,7 +11,10 @@ struct Freeze: ParsableCommand {
         abstract: "Stop the clocks; with AT, the wall clock jumps to AT first.",
         usage: "timectl freeze [--session <name>] [--wall] [<at>]",
         discussion: """
-            Creates the session if it does not exist. Monotonic clocks stop where they are.
+            Creates the session if it does not exist. Monotonic clocks stop where they are. \
+            'freeze 12:00' stops the clocks with the wall clock at 12:00 UTC on the date it shows \
+            (in UTC), earlier or later than now; 'freeze 12:00+02:00' at 12:00 in that zone, on the \
+            date the wall clock shows there.
 
             With --wall, only the wall clocks stop (CLOCK_REALTIME, time(), gettimeofday(), \
             Instant.now()): monotonic clocks, sleeps, timeouts and timers go on at the session's rate, \
@@ -27,7 +30,7 @@ struct Freeze: ParsableCommand {
     @Flag(help: "Stop only the wall clocks; monotonic clocks and waits go on.")
     var wall = false
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp(ArgumentHelpText.at, valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }
@@ -177,11 +180,11 @@ struct SetWallClock: ParsableCommand {
         commandName: "set",
         abstract: "Move the wall clock to AT (forward or back); monotonic clocks are untouched.",
         usage: "timectl set [--session <name>] <at>",
-        discussion: "AT may be relative: 'set +1d', 'set -90m'. Creates the session if it does not exist.")
+        discussion: "AT may be relative: 'set +1d', 'set -90m', or a time of day: 'set 09:30' is 09:30 UTC on the date the session's wall clock shows (in UTC), earlier or later than now. Creates the session if it does not exist.")
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp(ArgumentHelpText.at, valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }
@@ -213,11 +216,21 @@ struct Reset: ParsableCommand {
 /// Exactly one positional value, captured raw. A `--` in front of it is
 /// the usual end of options (`timectl set -- -10d`), not a value.
 enum OneValue {
+    /// What a KIND may be, for the message: every accepted form, in one line.
+    static func accepted(_ kind: String) -> String {
+        switch kind {
+        case "AT": return TimeFormats.instantHelp
+        case "DURATION": return TimeFormats.durationHelp
+        default: return TimeFormats.rateHelp
+        }
+    }
+
     static func of(_ captured: [String], kind: String, usage: String) throws(FormatError) -> String {
         let values = captured.first == "--" ? Array(captured.dropFirst()) : captured
         guard values.count == 1 else {
             let given = values.isEmpty ? "nothing" : values.map(FormatError.quoted).joined(separator: " ")
-            throw FormatError(kind: kind, value: values.joined(separator: " "), reason: "expected exactly one \(kind) (\(usage)), got \(given)")
+            throw FormatError(kind: kind, value: values.joined(separator: " "),
+                              reason: "expected exactly one \(kind) (\(usage)), got \(given); \(kind) is \(accepted(kind))")
         }
         return values[0]
     }
@@ -243,4 +256,9 @@ enum InvalidValue {
             throw ValidationError(error.description)
         }
     }
+}
+
+/// Help shared by the arguments that take the same kind of value.
+enum ArgumentHelpText {
+    static let at = "Where the wall clock should stand: a date and time (ISO 8601), a time of day HH:MM[:SS] on the current virtual date (UTC unless a zone such as +02:00 follows), @SECONDS, or +DURATION/-DURATION."
 }

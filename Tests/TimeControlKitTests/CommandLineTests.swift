@@ -34,6 +34,16 @@ struct CommandLineTests {
         (["run", "--allow-uncontrolled", "--end-leftovers"], "no command given"),
         (["record", "-o", "never-written.trace"], "no command given"),
         (["record", "date"], "Missing expected argument '--trace <file>'"),
+        (["freeze", "25:00"], "invalid AT '25:00': hour 25 is not 0-23; expected an ISO 8601 date and time"),
+        (["set", "12:00:60+02:00"], "second 60 is not 0-59"),
+        (["freeze", "--wall", "1:00"], "a time of day on the current virtual date (12:00, 12:00:30.5, 12:00+02:00; UTC unless a zone is given)"),
+        (["freeze", "12:00", "13:00"], "expected exactly one AT (timectl freeze [AT]), got '12:00' '13:00'; AT is an ISO 8601 date and time"),
+        (["set"], "expected exactly one AT (timectl set AT), got nothing; AT is an ISO 8601 date and time"),
+        (["rate"], "got nothing; RATE is a factor from 0.001 to 1000000"),
+        (["run", "--at"], "Missing value for '--at <at>': AT is an ISO 8601 date and time (2016-01-01,"),
+        (["run", "--at", "noon", "--", "true"], "invalid AT 'noon': expected an ISO 8601 date and time"),
+        (["run", "--at", "12:00", "--rate"], "Missing value for '--rate <factor>': FACTOR is a factor from 0.001 to 1000000"),
+        (["tick", "3", "--step", "--max-steps"], "Missing value for '--max-steps <n>': N is a whole number of at least 1"),
     ])
     func badInput(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()
@@ -55,6 +65,59 @@ struct CommandLineTests {
         after.processes = before.processes
         #expect(after == before)
         #expect(try sandbox.sessions.sessionNames() == ["default"], "no session created")
+    }
+
+    /// SPEC §7: the one line names what is accepted, whichever AT was wrong.
+    @Test("every AT the command line refuses is answered with the accepted forms, on one line", arguments: [
+        ["freeze", "tomorrow"], ["freeze", "--wall", "24:00"], ["set", "2016-02-30"], ["set", "12:00 UTC"], ["set", "--", "-3 days"],
+        ["run", "--at", "noon", "--", "true"], ["run", "--at", "2300-01-01", "--frozen", "--", "true"], ["run", "--at"], ["set"],
+    ])
+    func atErrorsListTheForms(arguments: [String]) throws {
+        let sandbox = try Sandbox()
+        let result = try sandbox.timectl(arguments)
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
+        for form in ["ISO 8601", "'2016-01-01 12:00:00'", "a time of day on the current virtual date", "12:00+02:00",
+                     "UTC unless a zone is given", "@SECONDS since the epoch", "+DURATION/-DURATION"] {
+            #expect(result.stderr.contains(form), "\(form) missing: \(result.stderr)")
+        }
+        #expect(try sandbox.sessions.sessionNames().isEmpty, "no session created")
+    }
+
+    @Test("freeze and set take a time of day: on the date the session's wall clock shows, in UTC unless a zone is given")
+    func timeOfDay() throws {
+        let sandbox = try Sandbox()
+        let day: Int64 = 1_451_606_400 * nanosecondsPerSecond  // 2016-01-01T00:00:00Z
+        let hour: Int64 = 3600 * nanosecondsPerSecond
+        #expect(try sandbox.timectl("freeze", "2016-01-01T23:30:00Z").status == 0)
+        let session = try sandbox.session("default")
+        // Earlier than now on the same date: the wall clock moves back.
+        #expect(try sandbox.timectl("freeze", "09:30").status == 0)
+        #expect(session.wallClockNanoseconds == day + 9 * hour + hour / 2)
+        #expect(session.status().frozen)
+        // 09:30Z is 11:30 on Jan 1 at +02:00: 12:00 there is 10:00Z.
+        #expect(try sandbox.timectl("set", "12:00+02:00").status == 0)
+        #expect(session.wallClockNanoseconds == day + 10 * hour)
+        // 10:00Z is 05:00 on Jan 1 at -05:00: 23:00 there is Jan 2, 04:00Z.
+        #expect(try sandbox.timectl("set", "23:00-05:00").status == 0)
+        #expect(session.wallClockNanoseconds == day + 28 * hour)
+        // Jan 2 in UTC by now; the wall clock alone stops, at 12:00:30.5 on Jan 2.
+        #expect(try sandbox.timectl("freeze", "--wall", "T12:00:30.5Z").status == 0)
+        #expect(session.wallClockNanoseconds == day + 36 * hour + 30_500_000_000)
+        #expect(try sandbox.timectl("status").stdout.contains("wall clock  2016-01-02T12:00:30.5Z  (frozen)"))
+    }
+
+    @Test("run --at takes a time of day: today's, or the date of the session named by --session")
+    func runAtTimeOfDay() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let today = try sandbox.timectl("run", "--at", "12:00:30", "--frozen", "--", "date", "-u", "+%T")
+        #expect(today.status == 0 && today.stdout == "12:00:30\n", "\(today)")
+        #expect(try sandbox.sessions.sessionNames().isEmpty, "the private session is gone")
+        #expect(try sandbox.timectl("--session", "s", "freeze", "2016-01-01T23:30:00Z").status == 0)
+        // 23:30Z on Jan 1 is Jan 2 at +02:00: 06:00 there is 2016-01-02T04:00Z.
+        let named = try sandbox.timectl("--session", "s", "run", "--at", "06:00+02:00", "--frozen", "--", "date", "-u", "+%FT%TZ")
+        #expect(named.status == 0 && named.stdout == "2016-01-02T04:00:00Z\n", "\(named)")
     }
 
     @Test("verbs that need a session do not create one; freeze, rate and set do")
