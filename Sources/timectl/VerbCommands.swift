@@ -107,7 +107,7 @@ struct Tick: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tick",
         abstract: "Move every clock of the session forward by DURATION, or to the next pending deadline.",
-        usage: "timectl tick [--session <name>] (<duration> [--step [--max-steps <n>]] | --to-next)",
+        usage: "timectl tick [--session <name>] (<duration> [--step [--max-steps <n>]] | --to-next) [-q]",
         discussion: """
             Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. \
             Every wait and timer whose deadline the tick passes wakes. With --to-next, the clocks move \
@@ -119,12 +119,20 @@ struct Tick: ParsableCommand {
             deadline in order, and lets the processes it woke run until every attached process is \
             blocked again before the next step: that process sees +3 s, as it would have in real \
             time. After the last step it waits for the processes to settle once more.
+
+            Prints one line: how far the clocks moved and where the wall clock stands, e.g. \
+            '+3s; wall clock now 2016-01-01T12:00:03Z'; with --to-next also the wait it reached \
+            ('+7d to the deadline of pid 1234 (sleep): sleep on CLOCK_MONOTONIC; ...', as \
+            'timectl status' lists waits); with --step how many steps it took. -q prints nothing.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
 
     @Flag(name: .customLong("to-next"), help: "Advance exactly to the earliest pending deadline instead.")
     var toNext = false
+
+    @Flag(name: [.short, .long], help: "Print nothing on success.")
+    var quiet = false
 
     @Flag(help: "Stop at each pending deadline on the way, in order, letting the woken processes settle.")
     var step = false
@@ -161,17 +169,29 @@ struct Tick: ParsableCommand {
 
     func run() throws {
         let session = try sessionOptions.openExisting()
+        let moved: String
         if step {
-            _ = try session.stepForwardBlocking(by: try nanoseconds(), maxSteps: maxSteps ?? 1000, realTimeLimit: SchedulerCommands.settleLimit)
-            return
+            let result = try session.stepForwardBlocking(by: try nanoseconds(), maxSteps: maxSteps ?? 1000, realTimeLimit: SchedulerCommands.settleLimit)
+            moved = "+\(TimeFormats.formatDuration(result.elapsed)) in \(TimeFormats.count(result.steps, "step"))"
+        } else if toNext {
+            guard let wait = try session.advanceToNextDeadline() else {
+                throw CommandFailure(message: "session '\(session.name)' has no pending wait with a deadline ahead; nothing to advance to", status: 1)
+            }
+            moved = "+\(TimeFormats.formatDuration(wait.remainingNanoseconds)) to the deadline of \(Self.describe(wait))"
+        } else {
+            let nanoseconds = try nanoseconds()
+            try session.apply(.advance(nanoseconds: nanoseconds))
+            moved = "+" + TimeFormats.formatDuration(nanoseconds)
         }
-        guard toNext else {
-            try session.apply(.advance(nanoseconds: try nanoseconds()))
-            return
+        if !quiet {
+            print("\(moved); wall clock now \(TimeFormats.formatInstant(session.wallClockNanoseconds))")
         }
-        guard try session.advanceToNextDeadline() != nil else {
-            throw CommandFailure(message: "session '\(session.name)' has no pending wait with a deadline ahead; nothing to advance to", status: 1)
-        }
+    }
+
+    /// `pid 1234 (sleep): sleep on CLOCK_MONOTONIC`, as `status` lists a wait (`pid/thread` for a thread of its own).
+    static func describe(_ wait: PendingWait) -> String {
+        let who = wait.thread == 0 || wait.thread == wait.pid ? "\(wait.pid)" : "\(wait.pid)/\(wait.thread)"
+        return "pid \(who) (\(wait.command)): \(wait.kind) on \(wait.clock)"
     }
 }
 

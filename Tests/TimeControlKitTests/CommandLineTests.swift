@@ -84,6 +84,29 @@ struct CommandLineTests {
         #expect(try sandbox.sessions.sessionNames().isEmpty, "no session created")
     }
 
+    @Test("tick prints how far the clocks moved and where the wall clock stands; -q prints nothing")
+    func tickReports() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("default")
+        let tick = try sandbox.timectl("tick", "3")
+        #expect(tick.status == 0 && tick.stderr.isEmpty, "\(tick)")
+        #expect(tick.stdout == "+3s; wall clock now 2016-01-01T12:00:03Z\n")
+        let units = try sandbox.timectl("tick", "1h30m250ms")
+        #expect(units.stdout == "+1h30m0.25s; wall clock now 2016-01-01T13:30:03.25Z\n", "\(units)")
+        for quiet in [["-q", "1"], ["1", "--quiet"], ["--step", "-q", "1"]] {
+            let silent = try sandbox.timectl(["tick"] + quiet)
+            #expect(silent.status == 0 && silent.stdout.isEmpty && silent.stderr.isEmpty, "\(quiet): \(silent)")
+        }
+        #expect(session.wallClockNanoseconds == Sandbox.frozenStart + 5_406_250_000_000)
+        // Nothing attached: --step moves the whole way in no step.
+        let stepped = try sandbox.timectl("tick", "10", "--step")
+        #expect(stepped.stdout == "+10s in 0 steps; wall clock now 2016-01-01T13:30:16.25Z\n", "\(stepped)")
+        #expect(session.status().frozen, "a frozen session stays frozen")
+        // Refused: nothing printed on stdout, nothing moved.
+        let nothing = try sandbox.timectl("tick", "--to-next", "-q")
+        #expect(nothing.status == 1 && nothing.stdout.isEmpty && nothing.stderr.contains("nothing to advance to"), "\(nothing)")
+        #expect(session.wallClockNanoseconds == Sandbox.frozenStart + 5_416_250_000_000)
+    }
+
     @Test("freeze and set take a time of day: on the date the session's wall clock shows, in UTC unless a zone is given")
     func timeOfDay() throws {
         let sandbox = try Sandbox()
