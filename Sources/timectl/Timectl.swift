@@ -25,7 +25,6 @@ struct Timectl: ParsableCommand {
             virtual time (after '--' if it starts with '-': 'timectl set -- -10d').
             The session is --session NAME, else $TIMECTL_SESSION, else 'default'.
             """,
-        version: timectlVersion,
         subcommands: [
             Freeze.self, Resume.self, Rate.self, Tick.self, SetWallClock.self, Reset.self,
             Status.self, Run.self, RunPending.self, Daemon.self, Record.self, Replay.self, TraceCommand.self, SessionCommand.self,
@@ -34,6 +33,26 @@ struct Timectl: ParsableCommand {
 
     @OptionGroup var sessionOptions: SessionOptions
 
+    // Not `CommandConfiguration(version:)`: ArgumentParser then accepts
+    // --version after every subcommand ('timectl tick --version' printed the
+    // version and ticked nothing) and lists it in each one's help and man
+    // page section. A flag of the root command's own is the root's alone.
+    @Flag(help: "Show the version.")
+    var version = false
+
+    func run() throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        print(timectlVersion)
+    }
+
+    /// ArgumentParser takes a root command's flag after a subcommand too, and
+    /// would then run the subcommand as if --version were not there
+    /// ('timectl tick 3 --version' ticked): refused instead, with a subcommand
+    /// on either side of it. Words after '--' are the program's.
+    static func versionRefusal(for command: ParsableCommand, arguments: [String]) -> String? {
+        guard !(command is Timectl), arguments.prefix(while: { $0 != "--" }).contains("--version") else { return nil }
+        return "--version is timectl's own and takes no subcommand: 'timectl --version' (for '\(Main.commandPath())', see '\(Main.helpCommand())')"
+    }
 }
 
 @main
@@ -44,8 +63,12 @@ enum Main {
         }
         let status: Int32
         do {
-            var command = try Timectl.parseAsRoot(ProgramArguments.terminatingOptions(Array(CommandLine.arguments.dropFirst())))
+            let arguments = ProgramArguments.terminatingOptions(Array(CommandLine.arguments.dropFirst()))
+            var command = try Timectl.parseAsRoot(arguments)
             if let refusal = SessionOptions.refusal(for: command, arguments: CommandLine.arguments.dropFirst()) {
+                throw CommandFailure(message: refusal, status: 64)
+            }
+            if let refusal = Timectl.versionRefusal(for: command, arguments: arguments) {
                 throw CommandFailure(message: refusal, status: 64)
             }
             try command.run()

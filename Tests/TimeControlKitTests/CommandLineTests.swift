@@ -44,6 +44,10 @@ struct CommandLineTests {
         (["run", "--at", "noon", "--", "true"], "invalid AT 'noon': expected an ISO 8601 date and time"),
         (["run", "--at", "12:00", "--rate"], "Missing value for '--rate <factor>': FACTOR is a factor from 0.001 to 1000000"),
         (["tick", "3", "--step", "--max-steps"], "Missing value for '--max-steps <n>': N is a whole number of at least 1"),
+        (["tick", "3", "--version"], "--version is timectl's own and takes no subcommand: 'timectl --version'"),
+        (["--version", "tick", "3"], "--version is timectl's own"),
+        (["session", "remove", "default", "--version"], "--version is timectl's own"),
+        (["run", "--version", "--", "true"], "--version is timectl's own"),
     ])
     func badInput(arguments: [String], mentions: String) throws {
         let sandbox = try Sandbox()
@@ -141,6 +145,32 @@ struct CommandLineTests {
         // 23:30Z on Jan 1 is Jan 2 at +02:00: 06:00 there is 2016-01-02T04:00Z.
         let named = try sandbox.timectl("--session", "s", "run", "--at", "06:00+02:00", "--frozen", "--", "date", "-u", "+%FT%TZ")
         #expect(named.status == 0 && named.stdout == "2016-01-02T04:00:00Z\n", "\(named)")
+    }
+
+    @Test("--version is the root command's alone: in its help, in no subcommand's, in the man page's source once")
+    func versionIsTheRootCommands() throws {
+        let sandbox = try Sandbox()
+        let version = try sandbox.timectl("--version")
+        #expect(version.status == 0 && version.stderr.isEmpty, "\(version)")
+        #expect(version.stdout.range(of: #"^[0-9]+\.[0-9]+\.[0-9]+\n$"#, options: .regularExpression) != nil, "\(version)")
+        #expect(try sandbox.timectl("--session", "s", "--version").stdout == version.stdout)
+        #expect(try sandbox.timectl("--help").stdout.contains("--version"))
+        for command in Self.commands where !command.isEmpty {
+            let help = try sandbox.timectl(command + ["--help"])
+            #expect(help.status == 0 && !help.stdout.contains("--version"), "timectl \(command.joined(separator: " ")) --help lists --version")
+        }
+        // What the man page and the completion scripts are generated from.
+        let dump = try sandbox.timectl("--experimental-dump-help")
+        let root = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout.utf8)) as? [String: Any])
+        func versionFlags(_ command: [String: Any], path: String) -> [String] {
+            let own = (command["arguments"] as? [[String: Any]] ?? []).contains { argument in
+                (argument["names"] as? [[String: Any]] ?? []).contains { $0["name"] as? String == "version" }
+            }
+            let name = path + " " + (command["commandName"] as? String ?? "?")
+            return (own ? [name] : []) + (command["subcommands"] as? [[String: Any]] ?? []).flatMap { versionFlags($0, path: name) }
+        }
+        let command = try #require(root["command"] as? [String: Any])
+        #expect(versionFlags(command, path: "") == [" timectl"])
     }
 
     @Test("verbs that need a session do not create one; freeze, rate and set do")
@@ -268,11 +298,14 @@ struct CommandLineTests {
 
     /// The man page is generated from this help, and its generator drops
     /// characters outside ASCII ('±DURATION' became 'DURATION').
-    @Test("help is plain ASCII, so that the man page says the same", arguments: [
+    /// The root command and every subcommand.
+    static let commands: [[String]] = [
         [], ["freeze"], ["resume"], ["rate"], ["tick"], ["set"], ["reset"], ["status"], ["run"], ["run-pending"],
         ["daemon"], ["record"], ["replay"], ["trace"], ["trace", "show"], ["trace", "stats"],
         ["session"], ["session", "list"], ["session", "create"], ["session", "remove"],
-    ])
+    ]
+
+    @Test("help is plain ASCII, so that the man page says the same", arguments: commands)
     func helpIsASCII(command: [String]) throws {
         let sandbox = try Sandbox()
         let result = try sandbox.timectl(command + ["--help"])
