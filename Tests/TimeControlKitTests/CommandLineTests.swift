@@ -173,6 +173,18 @@ struct CommandLineTests {
         #expect(versionFlags(command, path: "") == [" timectl"])
     }
 
+    @Test("a program's own --version reaches the program, with or without '--' in front of it")
+    func programVersionIsThePrograms() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let trace = sandbox.directory + "/printf.trace"
+        let program = ["printf", "%s\\n", "--version"]  // coreutils' echo would print its own version
+        for arguments in [["run"] + program, ["run", "--at", "@0", "--"] + program, ["record", "-o", trace] + program, ["replay", trace] + program] {
+            let result = try sandbox.timectl(arguments)
+            #expect(result.status == 0 && result.stdout == "--version\n", "\(arguments): \(result)")
+        }
+    }
+
     @Test("verbs that need a session do not create one; freeze, rate and set do")
     func sessionCreation() throws {
         let sandbox = try Sandbox()
