@@ -14,7 +14,21 @@ TIMECTL_DIR=$(mktemp -d)
 trap 'rm -rf "$TIMECTL_DIR"' EXIT
 export PATH="$bin:$PATH"
 
-step() { printf '\n$'; printf ' %q' "$@"; printf '\n'; "$@"; }
+# Shows a command as one would type it, then runs it. A word with anything
+# a shell would act on is shown in single quotes (printf %q's backslashes,
+# 'import\ time\,\ ...', are correct but unreadable), so that the line can
+# be copied and pasted as it is.
+shown() {
+    local word
+    for word in "$@"; do
+        if [[ $word =~ ^[A-Za-z0-9_./:=+%@,-]+$ ]]; then
+            printf ' %s' "$word"
+        else
+            printf " '%s'" "${word//\'/\'\\\'\'}"
+        fi
+    done
+}
+step() { printf '\n$%s\n' "$(shown "$@")"; "$@"; }
 
 echo "timectl demo: unmodified programs on a virtual clock (sessions in $TIMECTL_DIR)"
 step timectl freeze 2016-01-01T12:00:00Z

@@ -44,7 +44,7 @@ seed() {   # seed TARGET: a first corpus, made once
         ;;
     formats)
         for text in 1h30m 250ms 1.5 -3s 2016-01-01T12:00:00Z 2016-01-01T12:00:00+02:00 2016-01-01 \
-                    '2016-01-01 12:00:00' @1451649600.25 +1d 0.5 1000000; do
+                    '2016-01-01 12:00:00' 12:00 T12:00:30.5+02:00 @1451649600.25 +1d 0.5 1000000; do
             printf '%s' "$text" > "$corpus/$(printf '%s' "$text" | cksum | cut -d' ' -f1)"
         done
         ;;

@@ -62,7 +62,7 @@ readers=("${pids[@]}")
 verbs=0
 while kill -0 "${readers[0]}" 2>/dev/null || kill -0 "${readers[1]}" 2>/dev/null; do
     "$work/writer" "$TIMECTL_DIR/torn.seg" verbs 0 >/dev/null   # opens, checks, closes
-    "$timectl" --session torn tick 1; verbs=$((verbs + 1))
+    "$timectl" --session torn tick -q 1; verbs=$((verbs + 1))
 done
 wait "${readers[@]}" || true
 reads=$(cat "$work"/torn.? | sum reads)
@@ -93,7 +93,7 @@ figure "monotonic regressions" "$regressions in $reads reads across 2 processes,
 lost=0
 for round in 1 2 3; do
     "$timectl" --session ticks freeze @1000000000
-    seq "$ticks" | xargs -P 16 -I{} "$timectl" --session ticks tick 1
+    seq "$ticks" | xargs -P 16 -I{} "$timectl" --session ticks tick -q 1
     moved=$(( $("$timectl" --session ticks run -- date +%s) - 1000000000 ))
     lost=$((lost + ticks - moved))
     "$timectl" --session ticks freeze @1000000000 >/dev/null

@@ -61,13 +61,16 @@ final class SegmentMapping: @unchecked Sendable {
     // MARK: The timeline
 
     /// Applies a verb under the writer lock; returns the published state.
-    func apply(_ verb: tc_verb, describedAs name: @autoclosure () -> String) throws(TimeControlError) -> tc_clock_state {
+    /// `makeVerb` is called under the lock: a verb made from a clock's
+    /// reading (a time of day on the current date) sees no other verb come
+    /// between the reading and its own application.
+    func apply(describedAs name: @autoclosure () -> String, _ makeVerb: () -> tc_verb) throws(TimeControlError) -> tc_clock_state {
         var failure = tc_failure()
         guard tc_segment_lock(segment, Self.lockTimeoutNanoseconds, &failure) == 0 else {
             throw TimeControlError(failure, path: path)
         }
         defer { tc_segment_unlock(segment) }
-        var verb = verb
+        var verb = makeVerb()
         var published = tc_clock_state()
         let result = tc_segment_apply(segment, &verb, &published)
         switch result {

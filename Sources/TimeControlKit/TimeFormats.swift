@@ -5,8 +5,10 @@ import TimeShimC
 //   DURATION  a bare number of seconds (`3`, `1.5`), or numbers with units
 //             ns us ms s m h d, combined (`1h30m`, `250ms`, `1.5h`).
 //   AT        ISO 8601 (`2016-01-01T12:00:00Z`, `…+02:00`, `2016-01-01`),
-//             `@SECONDS[.frac]` since the epoch, or `±DURATION` relative to
-//             the current virtual wall time.
+//             a time of day (`12:00`, `12:00:30.5`, `T12:00Z`, `12:00+02:00`)
+//             on the date the session's virtual wall clock shows in that
+//             zone, `@SECONDS[.frac]` since the epoch, or `±DURATION`
+//             relative to the current virtual wall time.
 //   RATE      a decimal factor in 0.001 ... 1000000.
 //
 // A date or time without an offset is UTC: timectl never depends on the
@@ -18,6 +20,12 @@ public enum WallClockTarget: Sendable, Hashable {
     case absolute(nanosecondsSinceEpoch: Int64)
     /// A shift relative to the session's current virtual wall time, in nanoseconds.
     case relative(nanoseconds: Int64)
+    /// A time of day on the session's current virtual date (`timectl freeze 12:00`):
+    /// `nanosecondsAfterMidnight` (0 ..< 24 h) on the date the virtual wall
+    /// clock shows, both read in the zone `utcOffsetSeconds` east of UTC (0
+    /// is UTC; -86399 ... 86399). The date is the one the wall clock shows
+    /// when the verb is applied, so the wall clock may move back.
+    case timeOfDay(nanosecondsAfterMidnight: Int64, utcOffsetSeconds: Int32)
 }
 
 /// Why a value could not be parsed; the description is one line that names
@@ -53,9 +61,15 @@ public struct FormatError: Error, Sendable, Equatable, CustomStringConvertible {
 /// ``WallClockTarget``) and RATE. Every parser throws a ``FormatError``
 /// whose description names what was given and what is accepted.
 public enum TimeFormats {
-    static let durationHelp = "a number of seconds (3, 1.5) or numbers with units ns, us, ms, s, m, h, d (1h30m, 250ms)"
-    static let instantHelp = "an ISO 8601 date or time (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00), @SECONDS since the epoch, or +DURATION/-DURATION from the current virtual time"
-    static let rateHelp = "a factor from 0.001 to 1000000 (2 runs twice as fast, 0.5 half as fast)"
+    @_spi(CommandLine)
+    public static let durationHelp = "a number of seconds (3, 1.5) or numbers with units ns, us, ms, s, m, h, d (1h30m, 250ms)"
+    /// Every form of AT, in one line: the end of every AT error message.
+    @_spi(CommandLine)
+    public static let instantHelp = "an ISO 8601 date and time (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00, '2016-01-01 12:00:00'), "
+        + "a time of day on the current virtual date (12:00, 12:00:30.5, 12:00+02:00; UTC unless a zone is given), "
+        + "@SECONDS since the epoch, or +DURATION/-DURATION from the current virtual time"
+    @_spi(CommandLine)
+    public static let rateHelp = "a factor from 0.001 to 1000000 (2 runs twice as fast, 0.5 half as fast)"
     static let supportedRange = "1900-01-01T00:00:00Z..2200-01-01T00:00:00Z"
 
     // MARK: Durations
@@ -159,6 +173,15 @@ public enum TimeFormats {
                 throw invalid
             }
         }
+        if isTimeOfDay(Substring(trimmed)) {
+            var scanner = DigitScanner(Substring(trimmed))
+            _ = scanner.take("T") || scanner.take("t")
+            let (nanosecondOfDay, offsetSeconds) = try scanTime(&scanner, original: text, invalid: invalid)
+            guard scanner.atEnd else { throw invalid }
+            // 23:59:59.9999999999 rounds to the nanosecond before midnight, not to a 24:00 that does not print back.
+            let lastNanosecond: Int128 = 86_400_000_000_000 - 1
+            return .timeOfDay(nanosecondsAfterMidnight: Int64(min(nanosecondOfDay, lastNanosecond)), utcOffsetSeconds: Int32(offsetSeconds))
+        }
         let instant: Int128
         if trimmed.first == "@" {
             instant = try parseEpochSeconds(trimmed.dropFirst(), original: text, invalid: invalid)
@@ -166,9 +189,46 @@ public enum TimeFormats {
             instant = try parseISO8601(Substring(trimmed), original: text, invalid: invalid)
         }
         guard instant >= Int128(TC_INSTANT_MIN), instant <= Int128(TC_INSTANT_MAX) else {
-            throw FormatError(kind: "AT", value: text, reason: "outside the supported range \(supportedRange)")
+            throw FormatError(kind: "AT", value: text, reason: "outside the supported range \(supportedRange); expected \(instantHelp)")
         }
         return .absolute(nanosecondsSinceEpoch: Int64(instant))
+    }
+
+    /// `12:00`, `T12:00Z`, `12:00:30.5+02:00`: a time with no date in front
+    /// (a date starts with its four-digit year and a '-').
+    static func isTimeOfDay(_ text: Substring) -> Bool {
+        let time = text.first == "T" || text.first == "t" ? text.dropFirst() : text
+        return time.dropFirst(2).first == ":"
+    }
+
+    /// Where a time of day falls: the instant at which a clock in the zone
+    /// `utcOffsetSeconds` east of UTC shows `nanosecondsAfterMidnight` on the
+    /// date it shows at `now` (all in nanoseconds since the epoch).
+    public static func instant(timeOfDay nanosecondsAfterMidnight: Int64, utcOffsetSeconds: Int32,
+                               onDateAt now: Int64) -> Int64 {
+        let day: Int128 = 86_400_000_000_000
+        let offset = Int128(utcOffsetSeconds) * 1_000_000_000
+        let local = Int128(now) + offset
+        var midnight = local / day * day
+        if local < 0 && local % day != 0 { midnight -= day }
+        let instant = midnight + Int128(nanosecondsAfterMidnight) - offset
+        return Int64(clamping: instant)
+    }
+
+    /// Prints a time of day as `12:00:00Z`, `12:00:00.5+02:00`: the form it parses from.
+    public static func formatTimeOfDay(nanosecondsAfterMidnight: Int64, utcOffsetSeconds: Int32) -> String {
+        let nanoseconds = nanosecondsAfterMidnight.magnitude
+        let seconds = nanoseconds / 1_000_000_000
+        func two(_ value: UInt64) -> String { value < 10 ? "0\(value)" : String(value) }
+        var text = "\(two(seconds / 3600 % 100)):\(two(seconds / 60 % 60)):\(two(seconds % 60))"
+            + fractionDigits(nanoseconds % 1_000_000_000)
+        if utcOffsetSeconds == 0 {
+            text += "Z"
+        } else {
+            let minutes = UInt64(utcOffsetSeconds.magnitude) / 60
+            text += (utcOffsetSeconds < 0 ? "-" : "+") + two(minutes / 60 % 100) + ":" + two(minutes % 60)
+        }
+        return text
     }
 
     /// Prints an instant as ISO 8601 in UTC, with a fraction only when there is one.
@@ -310,47 +370,60 @@ public enum TimeFormats {
         guard (1...daysIn(month: month, year: year)).contains(day) else {
             throw outOfRange("day \(day) does not exist in \(year)-\(month < 10 ? "0" : "")\(month)")
         }
-        var secondOfDay: Int128 = 0
-        var fractionNanos: Int128 = 0
+        var nanosecondOfDay: Int128 = 0
         var offsetSeconds: Int128 = 0
         if scanner.take("T") || scanner.take("t") || scanner.take(" ") {
-            guard let hour = scanner.number(digits: 2), scanner.take(":"),
-                  let minute = scanner.number(digits: 2)
-            else { throw invalid }
-            var second: Int64 = 0
-            if scanner.take(":") {
-                guard let value = scanner.number(digits: 2) else { throw invalid }
-                second = value
-                if scanner.take(".") || scanner.take(",") {
-                    let digits = scanner.digits()
-                    guard !digits.isEmpty,
-                          let nanos = nanoseconds(whole: 0, fraction: digits, unit: 1_000_000_000)
-                    else { throw invalid }
-                    fractionNanos = nanos
-                }
-            }
-            guard hour < 24 else { throw outOfRange("hour \(hour) is not 0-23") }
-            guard minute < 60 else { throw outOfRange("minute \(minute) is not 0-59") }
-            guard second < 60 else { throw outOfRange("second \(second) is not 0-59") }
-            secondOfDay = Int128(hour * 3600 + minute * 60 + second)
-            if scanner.take("Z") || scanner.take("z") {
-                // UTC
-            } else if let sign = scanner.takeSign() {
-                guard let hours = scanner.number(digits: 2) else { throw invalid }
-                var minutes: Int64 = 0
-                if scanner.take(":") {
-                    guard let value = scanner.number(digits: 2) else { throw invalid }
-                    minutes = value
-                } else if let value = scanner.number(digits: 2) {
-                    minutes = value
-                }
-                guard hours <= 23, minutes <= 59 else { throw outOfRange("offset is not ±00:00-±23:59") }
-                offsetSeconds = Int128(sign * (hours * 3600 + minutes * 60))
-            }
+            (nanosecondOfDay, offsetSeconds) = try scanTime(&scanner, original: original, invalid: invalid)
         }
         guard scanner.atEnd else { throw invalid }
         let days = Int128(daysSinceEpoch(year: year, month: month, day: day))
-        return ((days * 86_400 + secondOfDay - offsetSeconds) * 1_000_000_000) + fractionNanos
+        return (days * 86_400 - offsetSeconds) * 1_000_000_000 + nanosecondOfDay
+    }
+
+    /// Scans `hh:mm[:ss[.frac]]` and an optional zone (`Z`, `±hh`, `±hhmm`,
+    /// `±hh:mm`; UTC without one), for a date's time and a time of day alike.
+    /// Returns the nanoseconds after midnight and the zone's offset east of UTC, in seconds.
+    static func scanTime(_ scanner: inout DigitScanner, original: String, invalid: FormatError) throws(FormatError)
+        -> (nanosecondOfDay: Int128, offsetSeconds: Int128) {
+        func outOfRange(_ what: String) -> FormatError {
+            FormatError(kind: "AT", value: original, reason: "\(what); expected \(instantHelp)")
+        }
+        guard let hour = scanner.number(digits: 2), scanner.take(":"),
+              let minute = scanner.number(digits: 2)
+        else { throw invalid }
+        var second: Int64 = 0
+        var fractionNanos: Int128 = 0
+        if scanner.take(":") {
+            guard let value = scanner.number(digits: 2) else { throw invalid }
+            second = value
+            if scanner.take(".") || scanner.take(",") {
+                let digits = scanner.digits()
+                guard !digits.isEmpty,
+                      let nanos = nanoseconds(whole: 0, fraction: digits, unit: 1_000_000_000)
+                else { throw invalid }
+                fractionNanos = nanos
+            }
+        }
+        guard hour < 24 else { throw outOfRange("hour \(hour) is not 0-23") }
+        guard minute < 60 else { throw outOfRange("minute \(minute) is not 0-59") }
+        guard second < 60 else { throw outOfRange("second \(second) is not 0-59") }
+        var offsetSeconds: Int128 = 0
+        if scanner.take("Z") || scanner.take("z") {
+            // UTC
+        } else if let sign = scanner.takeSign() {
+            guard let hours = scanner.number(digits: 2) else { throw invalid }
+            var minutes: Int64 = 0
+            if scanner.take(":") {
+                guard let value = scanner.number(digits: 2) else { throw invalid }
+                minutes = value
+            } else if let value = scanner.number(digits: 2) {
+                minutes = value
+            }
+            guard hours <= 23, minutes <= 59 else { throw outOfRange("offset is not -23:59 to +23:59") }
+            offsetSeconds = Int128(sign * (hours * 3600 + minutes * 60))
+        }
+        let nanosecondOfDay = Int128(hour * 3600 + minute * 60 + second) * 1_000_000_000 + fractionNanos
+        return (nanosecondOfDay, offsetSeconds)
     }
 
     static func isLeap(_ year: Int64) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }

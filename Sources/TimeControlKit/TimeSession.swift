@@ -144,8 +144,13 @@ public final class TimeSession: Sendable {
     // MARK: Verbs
 
     /// Applies a verb atomically; every process of the session sees it at once.
+    /// A ``WallClockTarget/timeOfDay(nanosecondsAfterMidnight:utcOffsetSeconds:)``
+    /// falls on the date the wall clock shows when the verb is applied (read
+    /// under the segment's writer lock, so no other verb comes in between).
     public func apply(_ verb: TimeVerb) throws(TimeControlError) {
-        _ = try mapping.apply(verb.cVerb, describedAs: verb.commandLine)
+        _ = try mapping.apply(describedAs: verb.commandLine) { [mapping] in
+            verb.cVerb(wallClockNow: { mapping.read(.realtime) })
+        }
     }
 
     /// Stops the clocks (`freeze [AT]`).

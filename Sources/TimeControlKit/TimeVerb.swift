@@ -81,10 +81,14 @@ public enum TimeVerb: Sendable, Hashable {
         switch target {
         case .absolute(let instant): return TimeFormats.formatInstant(instant)
         case .relative(let shift): return (shift >= 0 ? "+" : "") + TimeFormats.formatDuration(shift)
+        case .timeOfDay(let nanoseconds, let offset):
+            return TimeFormats.formatTimeOfDay(nanosecondsAfterMidnight: nanoseconds, utcOffsetSeconds: offset)
         }
     }
 
-    var cVerb: tc_verb {
+    /// The verb for the segment. A time of day becomes an absolute instant
+    /// on the date `wallClockNow()` shows (called only then).
+    func cVerb(wallClockNow: () -> Int64) -> tc_verb {
         var verb = tc_verb()
         func wall(_ target: WallClockTarget?) {
             switch target {
@@ -92,6 +96,9 @@ public enum TimeVerb: Sendable, Hashable {
             case .absolute(let instant)?:
                 verb.wall = Int32(TC_WALL_ABSOLUTE.rawValue)
                 verb.value = instant
+            case .timeOfDay(let nanoseconds, let offset)?:
+                verb.wall = Int32(TC_WALL_ABSOLUTE.rawValue)
+                verb.value = TimeFormats.instant(timeOfDay: nanoseconds, utcOffsetSeconds: offset, onDateAt: wallClockNow())
             case .relative(let shift)?:
                 verb.wall = Int32(TC_WALL_RELATIVE.rawValue)
                 verb.value = shift

@@ -36,10 +36,12 @@ struct Run: ParsableCommand {
             A loop guard stops a process that re-arms a 0 s timer for ever (status 125).
 
             With --at, the command runs on a private session of its own whose wall clock starts \
-            at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, or +DURATION/-DURATION from now), running, \
+            at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, +DURATION/-DURATION from now, or a time \
+            of day hh:mm[:ss] on today's date, in UTC or in the zone after it: '--at 09:30+02:00'), running, \
             frozen (--frozen) or at a rate (--rate); the session is removed, with anything still \
             attached to it, when the command exits. This is faketime's 'faketime DATE COMMAND'. \
-            With an explicit --session NAME, --at sets that session instead (and it stays). \
+            With an explicit --session NAME, --at sets that session instead (and it stays; a time \
+            of day is then on the date that session's wall clock shows). \
             Under --frozen a sleep waits until the session is ticked (its name is in 'timectl \
             session list'); with '--at AT --auto-advance' the clocks stand still too, and move only by \
             skipping each wait to its deadline, at once.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import TimeControlKit
+@_spi(CommandLine) import TimeControlKit
 
 #if canImport(Glibc)
 import Glibc
@@ -17,12 +17,14 @@ struct Timectl: ParsableCommand {
             DURATION: a number of seconds (3, 1.5) or numbers with units ns us ms s m h d \
             (1h30m, 250ms).
             AT: ISO 8601 (2016-01-01, 2016-01-01T12:00:00Z, 2016-01-01T12:00:00+02:00, or \
-            libfaketime's '2016-01-01 12:00:00'; UTC when no offset is given), @SECONDS since \
-            the epoch, or +DURATION / -DURATION from the current virtual time (after '--' if \
-            it starts with '-': 'timectl set -- -10d').
+            libfaketime's '2016-01-01 12:00:00'; UTC when no offset is given); a time of day \
+            HH:MM[:SS[.frac]] with an optional zone (12:00, 12:00:30.5, T12:00Z, 12:00+02:00), \
+            meaning that time on the date the session's virtual wall clock shows when the verb is \
+            applied, both read in UTC unless a zone is given (so 'freeze 12:00' may move the \
+            wall clock back); @SECONDS since the epoch; or +DURATION / -DURATION from the current \
+            virtual time (after '--' if it starts with '-': 'timectl set -- -10d').
             The session is --session NAME, else $TIMECTL_SESSION, else 'default'.
             """,
-        version: timectlVersion,
         subcommands: [
             Freeze.self, Resume.self, Rate.self, Tick.self, SetWallClock.self, Reset.self,
             Status.self, Run.self, RunPending.self, Daemon.self, Record.self, Replay.self, TraceCommand.self, SessionCommand.self,
@@ -30,6 +32,27 @@ struct Timectl: ParsableCommand {
     )
 
     @OptionGroup var sessionOptions: SessionOptions
+
+    // Not `CommandConfiguration(version:)`: ArgumentParser then accepts
+    // --version after every subcommand ('timectl tick --version' printed the
+    // version and ticked nothing) and lists it in each one's help and man
+    // page section. A flag of the root command's own is the root's alone.
+    @Flag(help: "Show the version.")
+    var version = false
+
+    func run() throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        print(timectlVersion)
+    }
+
+    /// ArgumentParser takes a root command's flag after a subcommand too, and
+    /// would then run the subcommand as if --version were not there
+    /// ('timectl tick 3 --version' ticked): refused instead, with a subcommand
+    /// on either side of it. Words after '--' are the program's.
+    static func versionRefusal(for command: ParsableCommand, arguments: [String]) -> String? {
+        guard !(command is Timectl), arguments.prefix(while: { $0 != "--" }).contains("--version") else { return nil }
+        return "--version is timectl's own and takes no subcommand: 'timectl --version' (for '\(Main.commandPath())', see '\(Main.helpCommand())')"
+    }
 }
 
 @main
@@ -40,8 +63,12 @@ enum Main {
         }
         let status: Int32
         do {
-            var command = try Timectl.parseAsRoot(ProgramArguments.terminatingOptions(Array(CommandLine.arguments.dropFirst())))
+            let arguments = ProgramArguments.terminatingOptions(Array(CommandLine.arguments.dropFirst()))
+            var command = try Timectl.parseAsRoot(arguments)
             if let refusal = SessionOptions.refusal(for: command, arguments: CommandLine.arguments.dropFirst()) {
+                throw CommandFailure(message: refusal, status: 64)
+            }
+            if let refusal = Timectl.versionRefusal(for: command, arguments: arguments) {
                 throw CommandFailure(message: refusal, status: 64)
             }
             try command.run()
@@ -63,11 +90,26 @@ enum Main {
                 status = 0
             } else {
                 let message = Timectl.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid arguments"
-                report(line: message + " (see '\(helpCommand())')")
+                report(line: message + accepted(missingValueIn: message) + " (see '\(helpCommand())')")
                 status = code.rawValue
             }
         }
         exit(status)
+    }
+
+    /// For ArgumentParser's "Missing value for '--at <at>'": what the value
+    /// may be (": AT is an ISO 8601 date and time ..."), so that the one line
+    /// says what is accepted; "" for any other message.
+    static func accepted(missingValueIn message: String) -> String {
+        guard message.hasPrefix("Missing value for '"), message.hasSuffix(">'"),
+              let open = message.lastIndex(of: "<")
+        else { return "" }
+        switch message[message.index(after: open)..<message.index(message.endIndex, offsetBy: -2)] {
+        case "at": return ": AT is \(TimeFormats.instantHelp)"
+        case "factor": return ": FACTOR is \(TimeFormats.rateHelp)"
+        case "n": return ": N is a whole number of at least 1"
+        default: return ""
+        }
     }
 
     /// `timectl SUBCOMMAND --help` for the subcommand on the command line.

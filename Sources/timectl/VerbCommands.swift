@@ -11,7 +11,10 @@ struct Freeze: ParsableCommand {
         abstract: "Stop the clocks; with AT, the wall clock jumps to AT first.",
         usage: "timectl freeze [--session <name>] [--wall] [<at>]",
         discussion: """
-            Creates the session if it does not exist. Monotonic clocks stop where they are.
+            Creates the session if it does not exist. Monotonic clocks stop where they are. \
+            'freeze 12:00' stops the clocks with the wall clock at 12:00 UTC on the date it shows \
+            (in UTC), earlier or later than now; 'freeze 12:00+02:00' at 12:00 in that zone, on the \
+            date the wall clock shows there.
 
             With --wall, only the wall clocks stop (CLOCK_REALTIME, time(), gettimeofday(), \
             Instant.now()): monotonic clocks, sleeps, timeouts and timers go on at the session's rate, \
@@ -27,7 +30,7 @@ struct Freeze: ParsableCommand {
     @Flag(help: "Stop only the wall clocks; monotonic clocks and waits go on.")
     var wall = false
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp(ArgumentHelpText.at, valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }
@@ -104,7 +107,7 @@ struct Tick: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tick",
         abstract: "Move every clock of the session forward by DURATION, or to the next pending deadline.",
-        usage: "timectl tick [--session <name>] (<duration> [--step [--max-steps <n>]] | --to-next)",
+        usage: "timectl tick [--session <name>] (<duration> [--step [--max-steps <n>]] | --to-next) [-q]",
         discussion: """
             Wall and monotonic clocks all move; a frozen session stays frozen. 'tick 3' is 3 seconds. \
             Every wait and timer whose deadline the tick passes wakes. With --to-next, the clocks move \
@@ -116,12 +119,20 @@ struct Tick: ParsableCommand {
             deadline in order, and lets the processes it woke run until every attached process is \
             blocked again before the next step: that process sees +3 s, as it would have in real \
             time. After the last step it waits for the processes to settle once more.
+
+            Prints one line: how far the clocks moved and where the wall clock stands, e.g. \
+            '+3s; wall clock now 2016-01-01T12:00:03Z'; with --to-next also the wait it reached \
+            ('+7d to the deadline of pid 1234 (sleep): sleep on CLOCK_MONOTONIC; ...', as \
+            'timectl status' lists waits); with --step how many steps it took. -q prints nothing.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
 
     @Flag(name: .customLong("to-next"), help: "Advance exactly to the earliest pending deadline instead.")
     var toNext = false
+
+    @Flag(name: [.short, .long], help: "Print nothing on success.")
+    var quiet = false
 
     @Flag(help: "Stop at each pending deadline on the way, in order, letting the woken processes settle.")
     var step = false
@@ -158,17 +169,29 @@ struct Tick: ParsableCommand {
 
     func run() throws {
         let session = try sessionOptions.openExisting()
+        let moved: String
         if step {
-            _ = try session.stepForwardBlocking(by: try nanoseconds(), maxSteps: maxSteps ?? 1000, realTimeLimit: SchedulerCommands.settleLimit)
-            return
+            let result = try session.stepForwardBlocking(by: try nanoseconds(), maxSteps: maxSteps ?? 1000, realTimeLimit: SchedulerCommands.settleLimit)
+            moved = "+\(TimeFormats.formatDuration(result.elapsed)) in \(TimeFormats.count(result.steps, "step"))"
+        } else if toNext {
+            guard let wait = try session.advanceToNextDeadline() else {
+                throw CommandFailure(message: "session '\(session.name)' has no pending wait with a deadline ahead; nothing to advance to", status: 1)
+            }
+            moved = "+\(TimeFormats.formatDuration(wait.remainingNanoseconds)) to the deadline of \(Self.describe(wait))"
+        } else {
+            let nanoseconds = try nanoseconds()
+            try session.apply(.advance(nanoseconds: nanoseconds))
+            moved = "+" + TimeFormats.formatDuration(nanoseconds)
         }
-        guard toNext else {
-            try session.apply(.advance(nanoseconds: try nanoseconds()))
-            return
+        if !quiet {
+            print("\(moved); wall clock now \(TimeFormats.formatInstant(session.wallClockNanoseconds))")
         }
-        guard try session.advanceToNextDeadline() != nil else {
-            throw CommandFailure(message: "session '\(session.name)' has no pending wait with a deadline ahead; nothing to advance to", status: 1)
-        }
+    }
+
+    /// `pid 1234 (sleep): sleep on CLOCK_MONOTONIC`, as `status` lists a wait (`pid/thread` for a thread of its own).
+    static func describe(_ wait: PendingWait) -> String {
+        let who = wait.thread == 0 || wait.thread == wait.pid ? "\(wait.pid)" : "\(wait.pid)/\(wait.thread)"
+        return "pid \(who) (\(wait.command)): \(wait.kind) on \(wait.clock)"
     }
 }
 
@@ -177,11 +200,11 @@ struct SetWallClock: ParsableCommand {
         commandName: "set",
         abstract: "Move the wall clock to AT (forward or back); monotonic clocks are untouched.",
         usage: "timectl set [--session <name>] <at>",
-        discussion: "AT may be relative: 'set +1d', 'set -90m'. Creates the session if it does not exist.")
+        discussion: "AT may be relative: 'set +1d', 'set -90m', or a time of day: 'set 09:30' is 09:30 UTC on the date the session's wall clock shows (in UTC), earlier or later than now. Creates the session if it does not exist.")
 
     @OptionGroup var sessionOptions: SessionOptions
 
-    @Argument(parsing: .allUnrecognized, help: ArgumentHelp("Where the wall clock should stand (ISO 8601, @SECONDS or +DURATION/-DURATION).", valueName: "at"))
+    @Argument(parsing: .allUnrecognized, help: ArgumentHelp(ArgumentHelpText.at, valueName: "at"))
     var target: [String] = []
 
     func validate() throws { _ = try wallClockTarget() }
@@ -213,11 +236,21 @@ struct Reset: ParsableCommand {
 /// Exactly one positional value, captured raw. A `--` in front of it is
 /// the usual end of options (`timectl set -- -10d`), not a value.
 enum OneValue {
+    /// What a KIND may be, for the message: every accepted form, in one line.
+    static func accepted(_ kind: String) -> String {
+        switch kind {
+        case "AT": return TimeFormats.instantHelp
+        case "DURATION": return TimeFormats.durationHelp
+        default: return TimeFormats.rateHelp
+        }
+    }
+
     static func of(_ captured: [String], kind: String, usage: String) throws(FormatError) -> String {
         let values = captured.first == "--" ? Array(captured.dropFirst()) : captured
         guard values.count == 1 else {
             let given = values.isEmpty ? "nothing" : values.map(FormatError.quoted).joined(separator: " ")
-            throw FormatError(kind: kind, value: values.joined(separator: " "), reason: "expected exactly one \(kind) (\(usage)), got \(given)")
+            throw FormatError(kind: kind, value: values.joined(separator: " "),
+                              reason: "expected exactly one \(kind) (\(usage)), got \(given); \(kind) is \(accepted(kind))")
         }
         return values[0]
     }
@@ -243,4 +276,9 @@ enum InvalidValue {
             throw ValidationError(error.description)
         }
     }
+}
+
+/// Help shared by the arguments that take the same kind of value.
+enum ArgumentHelpText {
+    static let at = "Where the wall clock should stand: a date and time (ISO 8601), a time of day HH:MM[:SS] on the current virtual date (UTC unless a zone such as +02:00 follows), @SECONDS, or +DURATION/-DURATION."
 }

@@ -20,6 +20,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
             fatalError("instant \(text) printed as \(printed) does not parse back")
         }
     }
+    if case .timeOfDay(let nanoseconds, let offset)? = try? TimeFormats.parseInstant(text) {
+        let printed = TimeFormats.formatTimeOfDay(nanosecondsAfterMidnight: nanoseconds, utcOffsetSeconds: offset)
+        guard case .timeOfDay(nanoseconds, offset)? = try? TimeFormats.parseInstant(printed) else {
+            fatalError("time of day \(text) printed as \(printed) does not parse back")
+        }
+        _ = TimeFormats.instant(timeOfDay: nanoseconds, utcOffsetSeconds: offset, onDateAt: Int64(count & 0xFFFF) * 86_399_999_999_999)
+    }
     if let rate = try? TimeFormats.parseRate(text) {
         _ = TimeFormats.formatRate(rate)
         _ = TimeFormats.rateFactor(rate)

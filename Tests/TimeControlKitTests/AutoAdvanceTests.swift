@@ -159,6 +159,7 @@ struct AutoAdvanceTests {
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let tick = try sandbox.timectl("--session", "step", "tick", "10", "--step")
         #expect(tick.status == 0, "\(tick)")
+        #expect(tick.stdout == "+10s in 2 steps; wall clock now 2016-01-01T12:00:10Z\n", "\(tick)")
         // The program wrote both lines before the tick returned (its last sleep is pending, below), but
         // they reach this process's reader thread a moment later.
         _ = stepped.line(startingWith: String(Self.start + 6 * Self.second))

@@ -228,11 +228,15 @@ struct WaitTests {
     func tickToNext() throws {
         let (sandbox, session) = try Sandbox.frozenSession("next")
         let run = try AttachedRun(sandbox, session: "next", ["sh", "-c", "sleep 3 & sleep 7 & wait"])
-        sandbox.waitForWaits(session) { $0.count == 2 }
+        let waits = sandbox.waitForWaits(session) { $0.count == 2 }
+        let first = try #require(waits.first)
         let before = session.monotonicNanoseconds
         let result = try sandbox.timectl("--session", "next", "tick", "--to-next")
         #expect(result.status == 0)
         #expect(session.monotonicNanoseconds - before == 3 * Self.second)
+        // One line: the jump, the wait it reached (as status lists it), where the wall clock stands.
+        #expect(result.stdout == "+3s to the deadline of pid \(first.pid) (sleep): sleep on CLOCK_MONOTONIC; wall clock now 2016-01-01T12:00:03Z\n",
+                "\(result)")
         let left = sandbox.waitForWaits(session) { $0.count == 1 }
         #expect(left.map(\.remainingNanoseconds) == [4 * Self.second])
         #expect(run.isRunning)
