@@ -268,7 +268,10 @@ struct AutoAdvanceTests {
         #expect(run.isRunning)
         try "go\n".write(toFile: fifo, atomically: false, encoding: .utf8)
         #expect(run.exitStatus() == 0)
-        #expect(stamps(run.output) == [Self.start])
+        // The shell waited on a FIFO that this test (outside the session) feeds: an outside wait, during which
+        // the session runs at real speed instead of jumping (so not exactly at the start, but no jump either).
+        let stamp = try #require(stamps(run.output).first, "\(run.output)")
+        #expect(stamp >= Self.start && stamp < Self.start + 60 * nanosecondsPerSecond, "\(stamp)")
         #expect(session.schedulerProcess == nil)
     }
 
