@@ -83,27 +83,55 @@ final class WaitClassifier {
             for tid in ProcFS.threads(of: pid) {
                 guard let stat = ProcFS.text("/proc/\(pid)/task/\(tid)/stat", limit: 4096), let close = stat.lastIndex(of: ")"),
                       stat[stat.index(after: close)...].dropFirst().first == "S",
-                      let wait = classifier.classify(pid: pid, tid: tid), !wait.isTimectls else { continue }
-                blocked.append(wait)
+                      var wait = classifier.classify(pid: pid, tid: tid) else { continue }
+                wait.command = ProcFS.command(of: pid) ?? "?"
+                wait.threadName = ProcFS.threadName(pid: pid, tid: tid).flatMap { $0 == wait.command ? nil : $0 }
+                if !wait.isTimectls { blocked.append(wait) }
             }
         }
         return blocked
     }
 
     /// The thread's wait, or nil when it is not blocked in a system call (it runs, or is gone).
+    /// Each classified thread's `syscall` file, kept open, and the last system call it was classified in.
+    private var syscallFiles: [Int32: Int32] = [:]
+    private var lastCall: [Int32: (number: Int, first: UInt64, read: Int64, side: BlockedThread.Side, what: String)] = [:]
+
+    deinit { for fd in syscallFiles.values { close(fd) } }
+
+    /// Closes what it keeps for threads other than `live`.
+    func forget(allBut live: Set<Int32>) {
+        for (tid, fd) in syscallFiles where !live.contains(tid) {
+            close(fd)
+            syscallFiles[tid] = nil
+            lastCall[tid] = nil
+        }
+    }
+
+    /// The thread's wait (its `command` left empty, its `threadName` nil: the caller names it), or nil when
+    /// it is not blocked in a system call (it runs, or is gone). A thread found again in the same call on the
+    /// same first argument (the same descriptor) within a second keeps the class it had: a pipe read woken
+    /// and entered again, step after step, costs one read of `syscall`.
     func classify(pid: Int32, tid: Int32) -> BlockedThread? {
-        let command = ProcFS.command(of: pid) ?? "?"
-        let name = ProcFS.text("/proc/\(pid)/task/\(tid)/comm", limit: 64).map { String($0.prefix { $0 != "\n" }) }
-        let threadName = name == command ? nil : name
-        guard let call = ProcFS.systemCall(pid: pid, tid: tid) else {
+        if syscallFiles[tid] == nil {
+            let fd = open("/proc/\(pid)/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+            if fd >= 0 { syscallFiles[tid] = fd }
+        }
+        let call = syscallFiles[tid].flatMap(ProcFS.systemCall(reading:))
+        if let call, call.number >= 0, let last = lastCall[tid], last.number == call.number, last.first == call.arguments[0],
+           tc_real_ns(CLOCK_MONOTONIC) - last.read < 1_000_000_000 {
+            return BlockedThread(pid: pid, thread: tid, command: "", side: last.side, waitsOn: last.what)
+        }
+        guard let call else {
+            if let fd = syscallFiles.removeValue(forKey: tid) { close(fd) }
             guard ProcFS.isLive(pid: pid, tid: tid) else { return nil }
             // The kernel would not say (another user's process): inside, as before threads were classified.
-            return BlockedThread(pid: pid, thread: tid, command: command, threadName: threadName, side: .inside,
-                                 waitsOn: "(not readable by this user: taken as inside)")
+            return BlockedThread(pid: pid, thread: tid, command: "", side: .inside, waitsOn: "(not readable by this user: taken as inside)")
         }
         guard call.number >= 0 else { return nil }
         let (side, what) = classify(call: call, pid: pid)
-        return BlockedThread(pid: pid, thread: tid, command: command, threadName: threadName, side: side, waitsOn: what)
+        lastCall[tid] = (call.number, call.arguments[0], tc_real_ns(CLOCK_MONOTONIC), side, what)
+        return BlockedThread(pid: pid, thread: tid, command: "", side: side, waitsOn: what)
     }
 
     private func classify(call: ProcFS.SystemCall, pid: Int32) -> (BlockedThread.Side, String) {

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TimeShimC
 
 /// Reading `/proc`: small files whole, descriptors' targets, a process's
 /// memory. Each read is one system call on a file the kernel makes anew.
@@ -11,7 +12,7 @@ enum ProcFS {
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
+        var chunk = [UInt8](repeating: 0, count: min(limit, 65536))
         while bytes.count < limit {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
@@ -22,8 +23,11 @@ enum ProcFS {
     }
 
     /// A process's name (`/proc/PID/comm`), or nil when it is gone.
-    static func command(of pid: Int32) -> String? {
-        text("/proc/\(pid)/comm", limit: 64).map { String($0.prefix { $0 != "\n" }) }
+    static func command(of pid: Int32) -> String? { threadName(pid: pid, tid: pid) }
+
+    /// A thread's own name (`/proc/PID/task/TID/comm`), or nil when it is gone.
+    static func threadName(pid: Int32, tid: Int32) -> String? {
+        text("/proc/\(pid)/task/\(tid)/comm", limit: 64).map { String($0.prefix { $0 != "\n" }) }
     }
 
     /// The system call a thread is blocked in: `number` −1 while it runs.
@@ -35,6 +39,18 @@ enum ProcFS {
     /// `/proc/PID/task/TID/syscall`; nil when the kernel will not say (another user's process) or it is gone.
     static func systemCall(pid: Int32, tid: Int32) -> SystemCall? {
         guard let line = text("/proc/\(pid)/task/\(tid)/syscall", limit: 256) else { return nil }
+        return systemCall(parsing: line)
+    }
+
+    /// The same from a descriptor of that file kept open (the kernel makes it anew at each read from offset 0).
+    static func systemCall(reading fd: Int32) -> SystemCall? {
+        var bytes = [UInt8](repeating: 0, count: 256)
+        let count = bytes.withUnsafeMutableBytes { tc_proc_pread(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return systemCall(parsing: String(decoding: bytes[..<count], as: UTF8.self))
+    }
+
+    private static func systemCall(parsing line: String) -> SystemCall? {
         let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard let first = fields.first else { return nil }
         if first == "running" { return SystemCall(number: -1, arguments: []) }

@@ -116,29 +116,58 @@ final class SessionScheduler: @unchecked Sendable {
         let waits = session.pendingWaits(seen: look, buffer: &waitTable, names: &names)
         if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
         guard waitChanges == changes else { return .busy }
-        let blocked = blockedThreads(look)
-        if let outside = blocked.first(where: { $0.side == .outside }) { return .held(by: outside) }
+        let blocked = blockedThreads(look, waits: waits)
+        if let outside = blocked.first(where: { $0.side == .outside }) { return .held(by: named(outside)) }
         guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else {
             if let beyond = waits.first { return .endOfRange(beyond) }
-            if !blocked.isEmpty && blocked.allSatisfy({ $0.side == .inside }) { return .deadlock(blocked) }
+            let threads = blocked.map(named).filter { !$0.isTimectls }
+            if !threads.isEmpty && threads.allSatisfy({ $0.side == .inside }) { return .deadlock(threads) }
             return .idle
         }
         return .quiescent(next: next)
     }
 
-    /// What each thread of `look` waits on; a thread that has not run since it was last classified keeps its class.
-    private func blockedThreads(_ look: ProcessWatch.Look) -> [BlockedThread] {
-        classifier.attached = Set(look.processes).union([ownPID])
-        var next: [Int32: (runs: UInt64, wait: BlockedThread?)] = [:]
+    /// What each thread of `look` waits on. A thread that has not run since it was last classified keeps its
+    /// class; one in a listed wait that watches no descriptor (a sleep, a condition, a futex, a timer) waits on
+    /// time alone, inside. Only the rest are read from /proc: after a step, usually none.
+    private func blockedThreads(_ look: ProcessWatch.Look, waits: [PendingWait]) -> [BlockedThread] {
         var blocked: [BlockedThread] = []
+        blocked.reserveCapacity(look.threads.count)
+        var attachedKnown = false
         for thread in look.threads {
-            let known = classified[thread.tid]
-            let wait = known?.runs == thread.runs ? known?.wait : classifier.classify(pid: thread.pid, tid: thread.tid)
-            next[thread.tid] = (thread.runs, wait)
-            if let wait, !wait.isTimectls { blocked.append(wait) }
+            if let known = classified[thread.tid], known.runs == thread.runs {
+                if let wait = known.wait { blocked.append(wait) }
+                continue
+            }
+            var wait: BlockedThread?
+            if let timed = waits.first(where: { $0.thread == thread.tid && $0.pid == thread.pid }),
+               !["poll", "select", "epoll"].contains(timed.kind) {
+                wait = BlockedThread(pid: thread.pid, thread: thread.tid, command: timed.command, side: .inside,
+                                     waitsOn: "\(timed.kind) on \(timed.clock)")
+            } else {
+                if !attachedKnown {
+                    classifier.attached = Set(look.threads.map(\.pid)).union([ownPID])
+                    attachedKnown = true
+                }
+                wait = classifier.classify(pid: thread.pid, tid: thread.tid)
+                wait?.command = names.name(of: thread.pid)
+            }
+            classified[thread.tid] = (thread.runs, wait)
+            if let wait { blocked.append(wait) }
         }
-        classified = next
+        if classified.count > 2 * look.threads.count + 64 {
+            let live = Set(look.threads.map(\.tid))
+            classified = classified.filter { live.contains($0.key) }
+            classifier.forget(allBut: live)
+        }
         return blocked
+    }
+
+    /// `wait` with its thread's name, for a report.
+    private func named(_ wait: BlockedThread) -> BlockedThread {
+        var named = wait
+        named.threadName = ProcFS.threadName(pid: wait.pid, tid: wait.thread).flatMap { $0 == wait.command ? nil : $0 }
+        return named
     }
 
     private func key(of wait: PendingWait) -> UInt64 {
