@@ -84,6 +84,26 @@ struct InsideOutsideTests {
         #expect(real < 60, "\(real) s")
     }
 
+    @Test("timectl daemon prints a deadlock of the processes it watches once, and goes on advancing the session")
+    func daemonReportsDeadlock() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("stuck")
+        let daemon = try AttachedRun(sandbox, timectl: ["--session", "stuck", "daemon"])
+        let deadline = Date().addingTimeInterval(30)
+        while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
+        let locked = try AttachedRun(sandbox, session: "stuck", ["python3", Self.fixture("two_locks.py")])
+        while !daemon.errorOutput.contains("deadlock") && Date() < deadline { usleep(10_000) }
+        #expect(daemon.errorOutput.contains("timectl: deadlock: every thread of the session is blocked inside it"), "\(daemon.errorOutput)")
+        #expect(daemon.errorOutput.components(separatedBy: "deadlock:").count == 2, "reported once: \(daemon.errorOutput)")
+        #expect(daemon.process.isRunning && locked.process.isRunning)
+        locked.process.terminate()
+        #expect(locked.exitStatus() != nil)
+        // Still advancing: a sleep of a new process is stepped over.
+        let worker = try sandbox.timectl("--session", "stuck", "run", "--", "sh", "-c", "sleep 30; echo woke")
+        #expect(worker.status == 0 && worker.lines == ["woke"], "\(worker)")
+        #expect(try sandbox.timectl("--session", "stuck", "daemon", "--stop").status == 0)
+        #expect(daemon.exitStatus() == 0)
+    }
+
     @Test("a pipe fed from outside the run is an outside wait: 'read x' gets hello, the following sleep 60 is skipped, and no deadlock is reported")
     func pipeFromOutside() throws {
         try Build.requireShim()
