@@ -80,7 +80,7 @@ public final class AutoAdvance: @unchecked Sendable {
             session.mapping.releaseScheduler(pid: ownPID)
             throw error
         }
-        scheduler = SessionScheduler(session: session, roots: roots)
+        scheduler = SessionScheduler(session: session, roots: roots, ownProcessIsInside: kind != .harness)
         startReal = tc_real_ns(CLOCK_MONOTONIC)
         startVirtual = session.monotonicNanoseconds
         // The thread holds what it uses, not this object: releasing the object stops it.
@@ -115,6 +115,16 @@ public final class AutoAdvance: @unchecked Sendable {
     /// Why the scheduler stopped on its own (a loop guard), if it did.
     public var failure: TimeControlError? { outcome.failure.withLock { $0 } }
 
+    /// The last time the watched processes could not move on by themselves —
+    /// ``TimeControlError/deadlock(threads:)`` (every thread blocked on another, none on time) or
+    /// ``TimeControlError/endOfTimeRange(wait:)`` — as a test's scheduler found it; nil if that never happened.
+    public var stuck: TimeControlError? { stuckState?.error.withLock { $0 } }
+    fileprivate var stuckState: Stuck?
+
+    final class Stuck: Sendable {
+        let error = Mutex<TimeControlError?>(nil)
+    }
+
     /// Whether the scheduler is still running.
     public var isRunning: Bool { !finishedFlag.raised }
 
@@ -148,8 +158,15 @@ extension TimeSession {
     ///     ``AutoAdvance/failure``); no limit by default.
     /// - Throws: ``TimeControlError/schedulerRunning(session:pid:kind:)`` if
     ///   another scheduler owns the session.
+    ///
+    /// The test process is not watched and may act at any time, so a deadlock of the processes it spawned (or
+    /// waits that end only past 2200) does not stop the scheduler: it is kept in ``AutoAdvance/stuck``.
     public func startAutoAdvance(keepRate: Bool = false, maxSteps: Int? = nil) throws(TimeControlError) -> AutoAdvance {
-        try AutoAdvance(session: self, kind: .harness, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate, maxSteps: maxSteps)
+        let stuck = AutoAdvance.Stuck()
+        let autoAdvance = try AutoAdvance(session: self, kind: .harness, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate,
+                                          maxSteps: maxSteps, reportingOnly: { error in stuck.error.withLock { $0 = error } })
+        autoAdvance.stuckState = stuck
+        return autoAdvance
     }
 
     /// `timectl daemon`: a scheduler for the session's attached processes;

@@ -84,9 +84,15 @@ final class SessionScheduler: @unchecked Sendable {
     /// Since when the runnable tasks have outnumbered them (0: they do not); see `tc_spin_may_go_on`.
     private var crowdedSince: Int64 = 0
 
+    /// Whether this process counts as inside the session when a watched thread waits on it (a pipe or socket it
+    /// holds). `timectl` itself only runs the command, so it does; a test process runs code of its own that may
+    /// feed its children at any time, so it does not: a child waiting on it waits on the outside world.
+    private let ownProcessIsInside: Bool
+
     /// A scheduler for `session` watching `roots()` and their descendants.
-    init(session: TimeSession, roots: @escaping () -> [Int32]) {
+    init(session: TimeSession, roots: @escaping () -> [Int32], ownProcessIsInside: Bool = false) {
         self.session = session
+        self.ownProcessIsInside = ownProcessIsInside
         self.watch = ProcessWatch(roots: roots)
         waitTable = session.mapping.makeWaitTableBuffer()
         session.mapping.startWatchingWaits()
@@ -146,7 +152,7 @@ final class SessionScheduler: @unchecked Sendable {
                                      waitsOn: "\(timed.kind) on \(timed.clock)")
             } else {
                 if !attachedKnown {
-                    classifier.attached = Set(look.threads.map(\.pid)).union([ownPID])
+                    classifier.attached = Set(look.threads.map(\.pid)).union(ownProcessIsInside ? [ownPID] : [])
                     attachedKnown = true
                 }
                 wait = classifier.classify(pid: thread.pid, tid: thread.tid)

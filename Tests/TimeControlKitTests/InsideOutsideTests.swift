@@ -104,6 +104,25 @@ struct InsideOutsideTests {
         #expect(daemon.exitStatus() == 0)
     }
 
+    @Test("a test's auto-advance keeps a deadlock of the processes it spawned in AutoAdvance.stuck, naming their threads, and goes on")
+    func harnessKeepsDeadlock() async throws {
+        let (sandbox, session) = try Sandbox.frozenSession("harness-stuck")
+        defer { withExtendedLifetime(sandbox) {} }
+        let autoAdvance = try session.startAutoAdvance()
+        let locked = try session.spawn("/usr/bin/env", ["python3", Self.fixture("two_locks.py")])
+        let deadline = Date().addingTimeInterval(30)
+        while autoAdvance.stuck == nil && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        guard case .deadlock(let threads)? = autoAdvance.stuck else {
+            Issue.record("no deadlock kept: \(String(describing: autoAdvance.stuck)); \(session.status().blocked); \(locked.standardError)")
+            return
+        }
+        #expect(threads.count == 3 && threads.allSatisfy { $0.command == "python3" && $0.side == .inside }, "\(threads)")
+        #expect(autoAdvance.isRunning && autoAdvance.failure == nil)
+        locked.kill()
+        _ = try await locked.waitForExit()
+        autoAdvance.stop()
+    }
+
     @Test("a pipe fed from outside the run is an outside wait: 'read x' gets hello, the following sleep 60 is skipped, and no deadlock is reported")
     func pipeFromOutside() throws {
         try Build.requireShim()
