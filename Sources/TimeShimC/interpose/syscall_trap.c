@@ -32,6 +32,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
+#include "starvation.h"
 #include "static_program.h"
 #include "waiter.h"
 
@@ -338,7 +339,8 @@ static long emulate(long number, const greg_t *r, ucontext_t *context) {
     long a1 = r[REG_RDI], a2 = r[REG_RSI], a3 = r[REG_RDX], a4 = r[REG_R10], a5 = r[REG_R8], a6 = r[REG_R9];
     switch (number) {
     case SYS_futex:
-        if ((a2 & FUTEX_CMD_MASK) == FUTEX_WAIT && is_backoff((const struct timespec *)a4)) break;
+        if ((a2 & FUTEX_CMD_MASK) == FUTEX_WAIT && is_backoff((const struct timespec *)a4))
+            return tc_runtime_backoff_futex(a1, a2, a3, a4); /* real time; may creep (starvation.c) */
         return futex_wait((const uint32_t *)a1, (int)a2, (uint32_t)a3, (const struct timespec *)a4);
     case SYS_nanosleep:
         if (is_backoff((const struct timespec *)a1)) break;
