@@ -27,6 +27,11 @@
  * meanwhile still wins), time not having moved: the one bounded exception
  * to "a wait never ends before its deadline". With a scheduler, such a
  * wait is an ordinary virtual wait the scheduler steps to.
+ *
+ * Go's back-offs: a Go program's runtime waits up to 10 ms at a time on
+ * real time (syscall_trap.c) and then compares nanotime() with a deadline;
+ * one such futex wait that times out beside a running thread is a spin
+ * (tc_runtime_backoff_futex, below).
  */
 #define _GNU_SOURCE
 #include "starvation.h"
@@ -115,8 +120,10 @@ int tc_short_sleep_yield(struct tc_segment *segment, int64_t length) {
  * stands still, and while the process's other threads were on a CPU for at
  * least a quarter of its length (TC_BACKOFF_OTHERS_RAN), is a spin: the
  * session creeps TC_CREEP_NS.
- * Sysmon's back-off (its nap until the next timer when every P is idle) has
- * nothing running beside it, and does not move the clock.
+ * Sysmon's nap until the next timer, the runtime's other such wait, begins
+ * with every P idle: nothing runs beside it and it moves nothing, unless a
+ * goroutine woken meanwhile computes without a system call (which would
+ * wake sysmon) — docs/starvation.md says so.
  */
 long tc_runtime_backoff_futex(long word, long op, long expected, long timeout) {
     struct tc_segment *segment = tc_shim_segment();
