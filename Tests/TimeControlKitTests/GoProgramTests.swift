@@ -109,6 +109,62 @@ struct GoProgramTests {
         #expect(elapsed >= 10 * Self.second, "\(result)")
     }
 
+    /// What Tests/Fixtures/go_gc printed: its collections, the wall clock when its sleep began, and its `slept` line.
+    func collectorRun(_ output: String) -> (collections: Int, sleepingWall: Int64, slept: String?) {
+        let values = keyedValues(output)
+        return (Int(values["collections"] ?? "") ?? -1, Int64(values["sleeping"] ?? "") ?? -1, values["slept"])
+    }
+
+    /// Issue 21: the collector's stop-the-world and forEachP wait for the other Ps 100 µs at a time and re-preempt
+    /// only once nanotime() has passed that; the background sweeper, spinning until the collection releases it,
+    /// missed the first request. On a standing clock both spun for ever (docs/starvation.md, rule 1's back-offs).
+    @Test("a GC-heavy Go program (hundreds of collections) reaches its time.Sleep(2s) on a frozen session with no tick, waits there with the clock standing, and ends on tick 2 having slept exactly 2 s, three times",
+          arguments: linkings)
+    func collectorOnFrozenSession(linking: GoFixture.Linking) throws {
+        let (sandbox, session, _) = try frozenSession("go-gc")
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("go_gc", linking: linking)
+        let command = String("go_gc-\(linking.rawValue)".prefix(15))
+        for _ in 1...3 {
+            let run = try AttachedRun(sandbox, session: "go-gc", [program])
+            let sleeping = run.line(startingWith: "sleeping ", guardSeconds: 60)
+            try #require(sleeping != nil, "never reached its sleep: \(run.output) \(run.errorOutput)")
+            let (collections, sleepingWall, _) = collectorRun(run.output)
+            #expect(collections >= 100, "\(run.output)")
+            usleep(500_000)
+            #expect(run.isRunning, "slept through a frozen session: \(run.output)")
+            let status = try decodeStatus(try sandbox.timectl("--session", "go-gc", "status", "--json"))
+            // The netpoller waits for the earliest runtime timer: the sleep's, or the scavenger's before it.
+            let waits = status.waits.filter { $0.command == command }
+            #expect(!waits.isEmpty && waits.allSatisfy {
+                $0.virtualClock == .monotonic && $0.remainingNanoseconds > 0 && $0.remainingNanoseconds <= 2 * Self.second
+            }, "pending waits: \(status.waits)")
+            #expect(status.wallClockNanoseconds == sleepingWall, "the clock moved while the program slept")
+            let tick = try sandbox.timectl("--session", "go-gc", "tick", "2")
+            #expect(tick.status == 0, "\(tick)")
+            #expect(run.exitStatus(guardSeconds: 30) == 0, "\(run.output) \(run.errorOutput)")
+            #expect(collectorRun(run.output).slept == "\(2 * Self.second) \(sleepingWall / Self.second + 2)", "\(run.output)")
+        }
+        #expect(session.attachedProcesses().isEmpty)
+    }
+
+    @Test("under run --auto-advance a GC-heavy Go program ends, its time.Sleep(2s) measured as exactly 2 s of virtual time, three times",
+          arguments: linkings)
+    func collectorAutoAdvanced(linking: GoFixture.Linking) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        defer { withExtendedLifetime(sandbox) {} }
+        let program = try GoFixture.path("go_gc", linking: linking)
+        for _ in 1...3 {
+            // Real time only guards against a hang.
+            let result = try sandbox.timectl(["run", "--at", "@\(Self.start)", "--auto-advance", "--", program], guardSeconds: 60)
+            #expect(result.status == 0, "\(result)")
+            let (collections, sleepingWall, slept) = collectorRun(result.stdout)
+            #expect(collections >= 100, "\(result)")
+            #expect(slept == "\(2 * Self.second) \(sleepingWall / Self.second + 2)", "\(result)")
+        }
+    }
+
     @Test("a Go program's children started with os/exec stay attached, whether C or Go, dynamic or static", arguments: linkings)
     func execChildren(linking: GoFixture.Linking) throws {
         let (sandbox, _, environment) = try frozenSession("go-exec")

@@ -70,4 +70,12 @@ int tc_wait_yields(const struct tc_segment *segment, int64_t length);
    if a signal handler interrupted it; −1: it is no yield, sleep on the virtual timeline. */
 int tc_short_sleep_yield(struct tc_segment *segment, int64_t length);
 
+/* A Go runtime back-off (a relative FUTEX_WAIT of at most 10 ms from the Go executable, on real time) that times
+   out with the monotonic clock standing still, while the process's other threads were on a CPU for at least
+   1/this of its length, is a spin: the runtime waits on the clock for a goroutine that runs. */
+#define TC_BACKOFF_OTHERS_RAN 4
+
+/* Such a back-off, with the raw futex's arguments: the kernel's result. */
+long tc_runtime_backoff_futex(long word, long op, long expected, long timeout);
+
 #endif
