@@ -73,6 +73,8 @@ final class SessionScheduler: @unchecked Sendable {
 
     static let shortestPause: Int64 = 50_000
     static let longestPause: Int64 = 2_000_000
+    /// The longest pause while a thread waits on the outside world (the session then runs at real speed).
+    static let longestHeldPause: Int64 = 20_000_000
     /// How long after a step the scheduler spins instead of sleeping (real ns).
     static let spinWindow: Int64 = 250_000
     /// Within that window, the pause before looking again at a thread that runs.
@@ -327,6 +329,7 @@ final class SessionScheduler: @unchecked Sendable {
         var loopGuard = LoopGuard(session: session)
         var pause = Self.shortestPause
         var runningForOutside = false
+        var heldPause = Self.shortestPause
         var reported: String? = nil
         defer { if runningForOutside { try? session.freeze() } }
         while !stop.raised {
@@ -353,8 +356,11 @@ final class SessionScheduler: @unchecked Sendable {
                     if !runningForOutside && session.isFrozen {
                         try session.resume()
                         runningForOutside = true
+                        heldPause = Self.shortestPause
                     }
-                    self.pause(since: changes, nanoseconds: 1_000_000, stop: stop)
+                    // Time runs meanwhile, so looking again late costs nothing but real time the wait takes anyway.
+                    self.pause(since: changes, nanoseconds: heldPause, stop: stop)
+                    heldPause = min(heldPause * 2, Self.longestHeldPause)
                 case .deadlock, .endOfRange:
                     self.pause(since: changes, nanoseconds: 50_000_000, stop: stop)
                 case .quiescent(let next):
