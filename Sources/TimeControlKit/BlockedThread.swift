@@ -92,7 +92,6 @@ final class WaitClassifier {
         return blocked
     }
 
-    /// The thread's wait, or nil when it is not blocked in a system call (it runs, or is gone).
     /// Each classified thread's `syscall` file, kept open, and the last system call it was classified in.
     private var syscallFiles: [Int32: Int32] = [:]
     private var lastCall: [Int32: (number: Int, first: UInt64, read: Int64, side: BlockedThread.Side, what: String)] = [:]
