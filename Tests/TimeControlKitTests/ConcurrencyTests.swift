@@ -127,6 +127,26 @@ struct ConcurrencyTests {
         #expect(try sandbox.timectl("--session", "pending", "status").status == 0)
     }
 
+    /// Invariant 1 at the interleaving that broke it (layout 7): a reader
+    /// that read the real clock on a pending verb and was held before
+    /// anchoring it, while the writer resolved that verb and published the
+    /// next one pending in the same slot, anchored the next verb at its older
+    /// time, and a verb that slowed the clocks moved them back (some 20 s
+    /// here). The fixture holds both threads at those points through a hooked
+    /// real clock: the code decides, not the scheduler.
+    @Test("a reader held before anchoring a pending verb cannot anchor the next one, so no clock goes back")
+    func heldReaderAnchorsNoLaterVerb() throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("held")
+        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c"]))
+        let result = try runProgram(fixture, [session.segmentPath], environment: sandbox.environment, guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let values = keyedValues(result.stdout)
+        #expect(values["back"] == "0", "CLOCK_MONOTONIC went back: \(result.stdout)")
+        let m1 = try #require(Int64(values["m1"] ?? ""), "\(result)"), m2 = try #require(Int64(values["m2"] ?? ""), "\(result)")
+        #expect(m2 >= m1)
+    }
+
     /// SPEC §7 (issue 13): a writer held by a debugger inside the functions
     /// that publish a verb, 1.5 s at each stop, never holds a reader in
     /// another process, and no monotonic clock goes back.
