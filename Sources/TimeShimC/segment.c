@@ -156,20 +156,21 @@ static int state_valid(const struct tc_clock_state *state) {
 }
 
 /*
- * A plausible pending verb: one a writer could publish, anchored (if yet)
- * at a real time read after its state's t0 — which lies up to
+ * A plausible pending verb, published in the copy that `seq` selects: one a
+ * writer could publish, not yet anchored (tc_pending_unanchored(seq)) or
+ * anchored at a real time read after its state's t0 — which lies up to
  * TC_ANCHOR_LEAD_NS ahead of the clock — and not after now.
  */
-static int pending_valid(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
+static int pending_valid(const struct tc_clock_state *state, const struct tc_pending_verb *pending, uint32_t seq) {
     struct tc_verb verb = pending_verb(pending);
     if (!verb_valid(&verb)) return 0;
     int64_t anchor = __atomic_load_n(&pending->anchor, __ATOMIC_RELAXED);
-    return anchor == 0 || (anchor >= tc_split_to_ns(state->t0) - TC_NS_PER_SECOND &&
-                           anchor <= tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND);
+    return anchor == tc_pending_unanchored(seq) || (anchor >= tc_split_to_ns(state->t0) - TC_NS_PER_SECOND &&
+                                                    anchor <= tc_real_ns(CLOCK_MONOTONIC) + TC_NS_PER_SECOND);
 }
 
-/* Copies the published copy `index` and checks it; TC_OK or TC_E_CORRUPT. */
-static int load_published(const struct tc_timeline *timeline, uint32_t index, struct tc_clock_state *state,
+/* Copies the published copy that `seq` selects and checks it; TC_OK or TC_E_CORRUPT. */
+static int load_published(const struct tc_timeline *timeline, uint32_t seq, struct tc_clock_state *state,
                           struct tc_pending_verb *pending);
 
 int tc_segment_check_state(const struct tc_segment *segment) {
@@ -178,7 +179,7 @@ int tc_segment_check_state(const struct tc_segment *segment) {
         uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
         struct tc_clock_state state;
         struct tc_pending_verb pending;
-        int result = load_published(timeline, seq & 1, &state, &pending);
+        int result = load_published(timeline, seq, &state, &pending);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (__atomic_load_n(&timeline->seq, __ATOMIC_RELAXED) == seq) return result;
     }
@@ -391,30 +392,36 @@ static void load_pending(struct tc_pending_verb *to, const struct tc_pending_ver
     to->anchor = __atomic_load_n(&from->anchor, __ATOMIC_RELAXED);
 }
 
-static int load_published(const struct tc_timeline *timeline, uint32_t index, struct tc_clock_state *state,
+static int load_published(const struct tc_timeline *timeline, uint32_t seq, struct tc_clock_state *state,
                           struct tc_pending_verb *pending) {
-    const struct tc_published *copy = &timeline->copy[index];
+    const struct tc_published *copy = &timeline->copy[seq & 1];
     load_state(state, &copy->state);
-    load_pending(pending, &timeline->pending[index]);
+    load_pending(pending, &timeline->pending[seq & 1]);
     uint32_t check = __atomic_load_n(&copy->check, __ATOMIC_RELAXED);
     if (check != tc_state_check(state, pending) || !state_valid(state)) return TC_E_CORRUPT;
-    if ((state->rate & TC_RATE_PENDING) && !pending_valid(state, pending)) return TC_E_CORRUPT;
+    if ((state->rate & TC_RATE_PENDING) && !pending_valid(state, pending, seq)) return TC_E_CORRUPT;
     return TC_OK;
 }
 
 /*
- * The anchor of a pending verb: the real monotonic time it takes effect.
- * The first process to need it stores the real time it read after seeing
- * the verb published, so every reader that read the state before the verb
- * did so before the anchor, and a verb that slows the clock never moves it
- * back, however long its writer was stopped before publishing it.
+ * The anchor of the verb pending in the copy that `seq` selects: the real
+ * monotonic time it takes effect. The first process to need it stores the
+ * real time it read after seeing the verb published, so every reader that
+ * read the state before the verb did so before the anchor, and a verb that
+ * slows the clock never moves it back, however long its writer was stopped
+ * before publishing it. The compare-and-swap expects this publication's
+ * unanchored value: a reader held since it read an earlier verb pending in
+ * the same slot finds another value and stores nothing (seq has moved, so
+ * its read is retried whatever this returns).
  */
-static int64_t pending_anchor(struct tc_pending_verb *shared, int64_t real_now) {
+static int64_t pending_anchor(struct tc_pending_verb *shared, uint32_t seq, int64_t real_now) {
+    int64_t unanchored = tc_pending_unanchored(seq);
     int64_t anchor = __atomic_load_n(&shared->anchor, __ATOMIC_ACQUIRE);
-    if (anchor == 0 && !__atomic_compare_exchange_n(&shared->anchor, &anchor, real_now, 0, __ATOMIC_ACQ_REL,
-                                                    __ATOMIC_ACQUIRE))
-        return anchor;
-    return anchor == 0 ? real_now : anchor;
+    if (anchor == unanchored &&
+        __atomic_compare_exchange_n(&shared->anchor, &anchor, real_now, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        return real_now;
+    /* Anchored by another process; or, if negative, published again since `seq`. */
+    return anchor < 0 ? real_now : anchor;
 }
 
 /*
@@ -448,7 +455,7 @@ static int read_copy(const struct tc_segment *segment, uint32_t seq, struct tc_a
         struct tc_pending_verb pending;
         load_pending(&pending, &timeline->pending[index]);
         /* Readers do not write into the mapping unless the anchor is unset, once per verb. */
-        int64_t anchor = pending_anchor((struct tc_pending_verb *)&timeline->pending[index], *real_now);
+        int64_t anchor = pending_anchor((struct tc_pending_verb *)&timeline->pending[index], seq, *real_now);
         resolve_pending(segment, &state, &pending, anchor, anchors);
     } else {
         *anchors = tc_anchors_unpack(&state);
@@ -519,7 +526,7 @@ static uint32_t publish(struct tc_timeline *timeline, uint32_t seq, const struct
         __atomic_store_n(&to->rate, pending->rate, __ATOMIC_RELAXED);
         __atomic_store_n(&to->vclock, pending->vclock, __ATOMIC_RELAXED);
         __atomic_store_n(&to->real_offset, pending->real_offset, __ATOMIC_RELAXED);
-        __atomic_store_n(&to->anchor, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->anchor, tc_pending_unanchored(seq + 1), __ATOMIC_RELAXED);
     }
     store_state(&timeline->copy[index].state, state);
     __atomic_store_n(&timeline->copy[index].check, tc_state_check(state, pending), __ATOMIC_RELAXED);
@@ -535,7 +542,7 @@ static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const
     struct tc_timeline *timeline = &segment->timeline;
     struct tc_pending_verb pending;
     load_pending(&pending, &timeline->pending[seq & 1]);
-    int64_t anchor = pending_anchor(&timeline->pending[seq & 1], tc_real_ns(CLOCK_MONOTONIC));
+    int64_t anchor = pending_anchor(&timeline->pending[seq & 1], seq, tc_real_ns(CLOCK_MONOTONIC));
     struct tc_anchors anchors;
     int result = resolve_pending(segment, current, &pending, anchor, &anchors);
     if (verb_result) *verb_result = result;
@@ -559,7 +566,7 @@ int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, str
     uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
     struct tc_clock_state state;
     struct tc_pending_verb left;
-    if (load_published(timeline, seq & 1, &state, &left) != TC_OK) return TC_E_CORRUPT;
+    if (load_published(timeline, seq, &state, &left) != TC_OK) return TC_E_CORRUPT;
     if (state.rate & TC_RATE_PENDING) {
         struct tc_clock_state resolved;
         seq = publish_resolved(segment, seq, &state, &resolved, NULL);

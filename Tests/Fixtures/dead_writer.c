@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[2], "pending") == 0) {
         struct tc_pending_verb *pending = &timeline->pending[(seq + 1) & 1];
         memset(pending, 0, sizeof(*pending));
+        pending->anchor = tc_pending_unanchored(seq + 1);
         pending->kind = TC_VERB_ADVANCE;
         pending->value = 5000000000LL;
         unused->state = timeline->copy[seq & 1].state;

@@ -25,6 +25,12 @@ struct ConcurrencyTests {
     /// Invariant 2: a reader hammering the clock in another process while
     /// verbs land never sees half of one. The session is frozen and only
     /// ticked by whole seconds, so any torn read shows as a fraction.
+    /// The ticks begin once the hammer reads (it says "started"): one that
+    /// starts late would otherwise find the ticks over and check nothing. It
+    /// stops once it has seen 300 s pass and read at least 20 000 times, ticks
+    /// landing all the while, however the machine schedules it; and it takes
+    /// REALTIME − MONOTONIC from one state, not across a tick (which read as
+    /// every later read torn by −1 s).
     @Test("a reader hammering the clock never sees a torn value")
     func noTornReads() throws {
         try Build.requireShim()
@@ -32,24 +38,23 @@ struct ConcurrencyTests {
         let session = try sandbox.session("hammer")
         try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600_000_000_000))
         let hammer = try CFixture.path("clock_hammer")
-        let result = ResultBox()
-        let reader = BackgroundWork {
-            result.value = try? runProgram(Build.timectl, ["--session", "hammer", "run", "--", hammer, "frozen-ticks", "300", "60"],
-                                           environment: sandbox.environment, guardSeconds: 120)
-        }
-        // Tick until the hammer has seen 300 s pass; it stops by itself then.
+        let reader = try AttachedRun(sandbox, session: "hammer", [hammer, "frozen-ticks", "300", "60", "20000"])
+        try #require(reader.line(startingWith: "started", guardSeconds: 60) != nil, "the hammer never started: \(reader.output) \(reader.errorOutput)")
+        // Tick until the hammer has seen 300 s pass and read enough; it stops by itself then.
         var ticks = 0
         while reader.isRunning && ticks < 100_000 {
             try session.advance(by: .seconds(1))
             ticks += 1
             if ticks % 50 == 0 { usleep(1000) }
         }
-        reader.wait()
-        let output = try #require(result.value)
-        #expect(output.status == 0, "\(output)")
-        let values = keyedValues(output.stdout.replacingOccurrences(of: " violations ", with: "\nviolations ").replacingOccurrences(of: " moved ", with: "\nmoved "))
+        let status = reader.exitStatus(guardSeconds: 120)
+        // Its last line, once it has come through the pipe whole.
+        let summary = try #require(reader.line(startingWith: "reads ", guardSeconds: 30), "\(reader.output) \(reader.errorOutput)")
+        #expect(status == 0, "\(reader.output) \(reader.errorOutput)")
+        let values = keyedValues(summary.replacingOccurrences(of: " violations ", with: "\nviolations ").replacingOccurrences(of: " moved ", with: "\nmoved "))
         #expect(values["violations"] == "0")
         #expect((Int(values["reads"] ?? "") ?? 0) > 10_000)
+        #expect((Int64(values["moved"] ?? "") ?? 0) >= 300 * nanosecondsPerSecond, "the hammer stopped on 300 s seen, not on its guard: \(summary)")
     }
 
     /// Invariant 1 across processes: random verbs, including rate changes
@@ -125,6 +130,26 @@ struct ConcurrencyTests {
         #expect(session.wallClockNanoseconds == wall + 6 * nanosecondsPerSecond)
         #expect(session.status().frozen)
         #expect(try sandbox.timectl("--session", "pending", "status").status == 0)
+    }
+
+    /// Invariant 1 at the interleaving that broke it (layout 7): a reader
+    /// that read the real clock on a pending verb and was held before
+    /// anchoring it, while the writer resolved that verb and published the
+    /// next one pending in the same slot, anchored the next verb at its older
+    /// time, and a verb that slowed the clocks moved them back (some 20 s
+    /// here). The fixture holds both threads at those points through a hooked
+    /// real clock: the code decides, not the scheduler.
+    @Test("a reader held before anchoring a pending verb cannot anchor the next one, so no clock goes back")
+    func heldReaderAnchorsNoLaterVerb() throws {
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("held")
+        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c"]))
+        let result = try runProgram(fixture, [session.segmentPath], environment: sandbox.environment, guardSeconds: 60)
+        #expect(result.status == 0, "\(result)")
+        let values = keyedValues(result.stdout)
+        #expect(values["back"] == "0", "CLOCK_MONOTONIC went back: \(result.stdout)")
+        let m1 = try #require(Int64(values["m1"] ?? ""), "\(result)"), m2 = try #require(Int64(values["m2"] ?? ""), "\(result)")
+        #expect(m2 >= m1)
     }
 
     /// SPEC §7 (issue 13): a writer held by a debugger inside the functions

@@ -59,8 +59,18 @@ struct TimelineTests {
         try session.advance(by: .seconds(100))
         let monotonicBefore = session.monotonicNanoseconds
         try session.reset()
-        let realWall = tc_real_ns(CLOCK_REALTIME)
-        #expect(abs(session.wallClockNanoseconds - realWall) < 100_000_000)
+        // The session's wall clock against the real one read just before it. A pair
+        // this thread was descheduled between (more than 1 ms on the real monotonic
+        // clock across it) is read again: the check is on the clocks, not on the
+        // scheduler, which on a loaded machine can hold a thread longer than 100 ms.
+        var realWall: Int64 = 0, sessionWall: Int64 = 0
+        for _ in 0..<100 {
+            let pairStart = tc_real_ns(CLOCK_MONOTONIC)
+            realWall = tc_real_ns(CLOCK_REALTIME)
+            sessionWall = session.wallClockNanoseconds
+            if tc_real_ns(CLOCK_MONOTONIC) - pairStart < 1_000_000 { break }
+        }
+        #expect(abs(sessionWall - realWall) < 100_000_000)
         #expect(session.monotonicNanoseconds >= monotonicBefore)
         #expect(!session.status().frozen)
     }
@@ -87,6 +97,12 @@ struct TimelineTests {
 
     /// Invariant 1: whatever verbs run, no monotonic clock ever decreases —
     /// checked by a reader thread hammering the clocks while random verbs land.
+    /// The reads are interleaved with the verbs by construction, not by the
+    /// scheduler's good will: on a loaded machine the reader thread could first
+    /// get to read after the last verb (the verbs take some 50 ms), leaving
+    /// nothing checked. So the verbs begin after the reader's first read, and
+    /// each batch of them waits for a whole read of the reader's begun since
+    /// the batch began (the last one after the last verb).
     @Test func monotonicClocksNeverDecreaseUnderRandomVerbs() throws {
         let sandbox = try Sandbox()
         let session = try sandbox.session("t")
@@ -104,29 +120,43 @@ struct TimelineTests {
                 reads.increment()
             }
         }
+        // A verb refused or a reader that never reads ends the test: the reader stops with it.
+        defer {
+            stop.set()
+            reader.wait()
+        }
+        let batches = 30, verbsPerBatch = 100
+        // The guards only end a test whose reader never runs; they time nothing.
+        try #require(reads.wait(untilAbove: 0, guardSeconds: 60), "the reader thread never read the clocks")
         var generator = SystemRandomNumberGenerator()
         var lastSeen = [Int64](repeating: .min, count: 3)
-        for _ in 0..<3000 {
-            let verb: TimeVerb
-            switch Int.random(in: 0..<6, using: &generator) {
-            case 0: verb = .freeze(at: Bool.random() ? nil : .relative(nanoseconds: Int64.random(in: -1_000_000_000_000...1_000_000_000_000)))
-            case 1: verb = .run(at: TimeRate(unchecked: UInt64.random(in: TC_RATE_MIN...(TC_RATE_ONE * 10_000))))
-            case 2: verb = .advance(nanoseconds: Int64.random(in: 0...10_000_000_000))
-            case 3: verb = .setWallClock(.relative(nanoseconds: Int64.random(in: -1_000_000_000_000...1_000_000_000_000)))
-            case 4: verb = .reset
-            default: verb = .run(at: .realTime)
+        for batch in 0..<batches {
+            let readsBefore = reads.value
+            for _ in 0..<verbsPerBatch {
+                let verb: TimeVerb
+                switch Int.random(in: 0..<6, using: &generator) {
+                case 0: verb = .freeze(at: Bool.random() ? nil : .relative(nanoseconds: Int64.random(in: -1_000_000_000_000...1_000_000_000_000)))
+                case 1: verb = .run(at: TimeRate(unchecked: UInt64.random(in: TC_RATE_MIN...(TC_RATE_ONE * 10_000))))
+                case 2: verb = .advance(nanoseconds: Int64.random(in: 0...10_000_000_000))
+                case 3: verb = .setWallClock(.relative(nanoseconds: Int64.random(in: -1_000_000_000_000...1_000_000_000_000)))
+                case 4: verb = .reset
+                default: verb = .run(at: .realTime)
+                }
+                try session.apply(verb)
+                for (index, clock) in [VirtualClock.monotonic, .monotonicRaw, .boottime].enumerated() {
+                    let value = session.mapping.read(clock)
+                    #expect(value >= lastSeen[index], "\(verb.commandLine) moved clock \(index) back")
+                    lastSeen[index] = value
+                }
             }
-            try session.apply(verb)
-            for (index, clock) in [VirtualClock.monotonic, .monotonicRaw, .boottime].enumerated() {
-                let value = session.mapping.read(clock)
-                #expect(value >= lastSeen[index], "\(verb.commandLine) moved clock \(index) back")
-                lastSeen[index] = value
-            }
+            // Two more reads end: the second began after the first ended, so after the batch began.
+            try #require(reads.wait(untilAbove: readsBefore + 1, guardSeconds: 60),
+                         "the reader thread stopped reading during batch \(batch) of the verbs")
         }
         stop.set()
         reader.wait()
         #expect(violations.value == 0)
-        #expect(reads.value > 0)
+        #expect(reads.value >= 1 + 2 * batches, "a read before the verbs, two during or after each batch")
     }
 
     @Test func twoSessionsAreIndependent() throws {
@@ -162,9 +192,28 @@ final class ManagedAtomicFlag: @unchecked Sendable {
     func set() { lock.withLock { flag = true } }
 }
 
+/// A count that another thread can wait on.
 final class ManagedCounter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let condition = NSCondition()
     private var count = 0
-    var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
+    var value: Int { condition.withLock { count } }
+
+    func increment() {
+        condition.withLock {
+            count += 1
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until the count is above `value`: true once it is, false if
+    /// `guardSeconds` of real time pass first (a guard against a hang).
+    func wait(untilAbove value: Int, guardSeconds: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: guardSeconds)
+        return condition.withLock {
+            while count <= value {
+                if !condition.wait(until: deadline) { return count > value }
+            }
+            return true
+        }
+    }
 }

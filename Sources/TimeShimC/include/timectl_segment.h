@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 7u
+#define TC_SEGMENT_VERSION 8u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -101,7 +101,8 @@ struct tc_published {
  * before the verb with TC_RATE_PENDING set in `rate`, and the verb takes
  * effect at `anchor`, the real CLOCK_MONOTONIC ns that the first process to
  * read it (a reader or the writer itself) stores with a compare-and-swap
- * from 0. See "The timeline" in docs/segment.md for why.
+ * from tc_pending_unanchored(seq). See "The timeline" in docs/segment.md
+ * for why.
  */
 struct tc_pending_verb {
     int32_t kind;                      /* struct tc_verb's fields (timectl_timeline.h) */
@@ -111,9 +112,22 @@ struct tc_pending_verb {
     int32_t vclock;
     int32_t reserved;
     int64_t real_offset;               /* real CLOCK_REALTIME − CLOCK_MONOTONIC when the verb was issued */
-    int64_t anchor;                    /* 0 until the verb took effect; written once */
+    int64_t anchor;                    /* tc_pending_unanchored(seq) until the verb took effect; written once */
     uint8_t padding[16];
 };
+
+/*
+ * The anchor of a verb pending in the copy that `seq` selects, before any
+ * process anchored it: negative, so never a real time, and different for
+ * each publication. A process that read the verb pending in the same slot
+ * two publications earlier, and was held between reading the real clock
+ * and its compare-and-swap, expects that publication's value and cannot
+ * anchor this verb at its older time: were it to, a verb that slows the
+ * clocks would take effect before reads already made of the state before
+ * it, and move them back. (A constant such as 0 could not tell the two
+ * publications apart.)
+ */
+static inline int64_t tc_pending_unanchored(uint32_t seq) { return -1 - (int64_t)seq; }
 
 /*
  * The timeline: a latch (the kernel's seqcount_latch) over two copies.
