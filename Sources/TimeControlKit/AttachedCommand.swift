@@ -89,9 +89,11 @@ public struct AttachedCommand: Sendable {
     /// they are attached to the session.
     ///
     /// Returns the status to exit with and what the scheduler did. If a
-    /// loop guard stops the scheduler, the command's processes are
-    /// terminated (SIGTERM, then SIGKILL after 2 s) and the guard's error is
-    /// thrown once the command has exited.
+    /// loop guard or `maxSteps` stops the scheduler, the run's processes
+    /// (found by their `TIMECTL_RUN` token: other processes attached to the
+    /// session are left alone) are terminated (SIGTERM, then SIGKILL to
+    /// whatever is left 2 s later, or once the command has exited), and the
+    /// guard's error is thrown once the command has exited.
     public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
         try Self.check(arguments, environment: environment, allowingUncontrolled: allowingUncontrolled)  // refused before the session is claimed or frozen
@@ -99,15 +101,18 @@ public struct AttachedCommand: Sendable {
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()
         let child = ChildProcess()
+        let run = RunProcesses()
         // The command's tree: through this process (its main thread spawns, and orphans come to it), or from the command itself.
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
         let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate,
-                                          maxSteps: maxSteps, onFailure: { _, processes in Self.terminate(processes) })
+                                          maxSteps: maxSteps, onFailure: { _, _ in run.end(gracefully: true) })
         let status: Int32
         do {
-            status = try runChild(environment: environment, reapAdopted: adoptingOrphans) { child.pid.store($0, ordering: .releasing) }
+            // Once the scheduler has stopped the command, what it leaves is ended, not reported as left running.
+            status = try runChild(environment: environment, run: run, reapAdopted: adoptingOrphans,
+                                  stopped: { autoAdvance.failure != nil }) { child.pid.store($0, ordering: .releasing) }
         } catch {
             autoAdvance.stop()
             throw error
@@ -115,18 +120,6 @@ public struct AttachedCommand: Sendable {
         let report = autoAdvance.stop()
         if let failure = autoAdvance.failure { throw failure }
         return (status, report)
-    }
-
-    /// SIGTERM, then SIGKILL to whatever is left 2 s later.
-    static func terminate(_ processes: [Int32]) {
-        for pid in processes { kill(pid, SIGTERM) }
-        let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
-        // A process that has exited stays a zombie until reaped: only a live one is waited for.
-        while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { ProcFS.isLive(pid: $0) }) {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
-        }
-        for pid in processes { kill(pid, SIGKILL) }
     }
 
     /// Signals that ask timectl to stop: they end the command's whole tree.
@@ -144,9 +137,13 @@ public struct AttachedCommand: Sendable {
     /// has exited, what is left is killed; so is everything still running 5 s
     /// after the signal, or at a second stop signal. A guardian process kills them all if this process dies
     /// before the run ends (SIGKILL), and is disarmed when it ends.
-    private func runChild(environment: [String], reapAdopted: Bool, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
+    ///
+    /// `stopped` says whether the run was stopped from elsewhere (the
+    /// scheduler's loop guard): then, once the command has exited, what is
+    /// left is killed rather than reported.
+    private func runChild(environment: [String], run: RunProcesses = RunProcesses(), reapAdopted: Bool,
+                          stopped: () -> Bool = { false }, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
-        let run = RunProcesses()
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
         let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
@@ -189,8 +186,10 @@ public struct AttachedCommand: Sendable {
                 var status: Int32 = 0
                 while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
                     if reaped == child {
-                        if stopRequests > 0 || leftovers == .end {
-                            run.end(gracefully: stopRequests == 0)
+                        if stopRequests > 0 || stopped() {
+                            run.end(gracefully: false)
+                        } else if leftovers == .end {
+                            run.end(gracefully: true)
                         } else {
                             run.reportLeftovers()
                         }
@@ -227,17 +226,22 @@ public enum LeftoverProcesses: Sendable, Hashable {
 }
 
 /// The processes of one run, found by the `TIMECTL_RUN` token they inherit (timectl_run.h).
-final class RunProcesses {
+///
+/// `@unchecked Sendable`: a scheduler's loop guard ends the run from its own
+/// thread; the token never changes, the guardian's pid is atomic, and its
+/// descriptor is only touched by the thread that runs the command.
+final class RunProcesses: @unchecked Sendable {
     let token = "\(getpid())-\(tc_real_ns(CLOCK_BOOTTIME))"
     private var guardianFD: Int32 = -1
-    private(set) var guardian: Int32 = 0
+    private let guardianPID = Atomic<Int32>(0)
+    var guardian: Int32 { guardianPID.load(ordering: .acquiring) }
 
     func startGuardian() throws(TimeControlError) {
         var pid: Int32 = 0
         let fd = token.withCString { tc_run_guardian_start($0, &pid) }
         guard fd >= 0 else { throw .system(call: "clone", path: nil, errno: Errno(rawValue: errno)) }
         guardianFD = fd
-        guardian = pid
+        guardianPID.store(pid, ordering: .releasing)
     }
 
     func disarmGuardian() {

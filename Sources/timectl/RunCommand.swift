@@ -25,15 +25,17 @@ struct Run: ParsableCommand {
             the command's processes exec or posix_spawn them (the exec fails with \
             EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
             TIMECTL_ALLOW_UNCONTROLLED=1) runs them on real time with a warning. Exit status 125 means timectl \
-            itself failed, 126 that the command could not be executed, 127 that it was \
-            not found.
+            itself failed or refused the command (one line on stderr says why), 126 that the command could \
+            not be executed, 127 that it was not found.
 
             With --auto-advance, timectl freezes the session and runs a scheduler for it: \
             whenever every thread of the command's processes (and of every other process \
             attached to the session) is blocked and one of them waits on virtual time, the \
             session jumps exactly to the earliest deadline. Sleeps, timeouts and back-offs \
             take no real time, and every process sees time pass exactly as it would have. \
-            A loop guard stops a process that re-arms a 0 s timer for ever (status 125).
+            The run's processes are stopped, and timectl exits 123, after --max-steps steps, or when the loop guard \
+            finds a process that re-arms a 0 s timer for ever; it exits 122 when nothing can ever \
+            happen again (a deadlock).
 
             With --at, the command runs on a private session of its own whose wall clock starts \
             at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, +DURATION/-DURATION from now, or a time \
@@ -55,7 +57,7 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("keep-rate"), help: "With --auto-advance: keep the session's rate instead of freezing it.")
     var keepRate = false
 
-    @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("With --auto-advance: stop the command after N steps.", valueName: "n"))
+    @Option(name: .customLong("max-steps"), parsing: .unconditional, help: ArgumentHelp("With --auto-advance: stop the command's processes after N steps (exit status 123).", valueName: "n"))
     var maxSteps: Int?
 
     @Flag(name: .customLong("allow-uncontrolled"), help: "Run programs the shim cannot control (setuid, other architectures), as the command or anywhere in its tree, on real time with a warning instead of refusing them.")
@@ -183,15 +185,21 @@ enum CommandStatus {
     /// `run --auto-advance`: nothing could ever happen again — a deadlock, or
     /// waits past the end of the supported range — and the run was ended.
     static let stuck: Int32 = 122
+    /// `run --auto-advance`, `replay`: the scheduler stopped the command, which
+    /// would never have finished by itself: it reached `--max-steps`, or the
+    /// loop guard caught a process re-arming a 0 s timer for ever.
+    static let stopped: Int32 = 123
 
     /// Reports `error` on one line; returns the status to exit with: 127 for
-    /// a command not found, 126 for one that cannot be executed, else 125.
+    /// a command not found, 126 for one that cannot be executed, 122 or 123
+    /// when the scheduler ended the run, else 125.
     static func failure(_ error: TimeControlError) -> Int32 {
         Main.report(line: error.description)
         switch error {
         case .commandNotFound: return 127
         case .commandNotExecutable: return 126
         case .deadlock, .endOfTimeRange: return stuck
+        case .stepLimitExceeded, .livelock: return stopped
         default: return failed
         }
     }

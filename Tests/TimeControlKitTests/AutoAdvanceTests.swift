@@ -141,7 +141,7 @@ struct AutoAdvanceTests {
         let (sandbox, session) = try Sandbox.frozenSession("zero")
         let probe = try CFixture.path("wait_probe")
         let result = try sandbox.timectl("--session", "zero", "run", "--auto-advance", "--", probe, "rearm-zero-timer")
-        #expect(result.status == 125, "\(result)")
+        #expect(result.status == 123, "\(result)")
         let line = result.stderr.split(separator: "\n").last.map(String.init) ?? ""
         #expect(line.hasPrefix("timectl: pid "), "\(result.stderr)")
         #expect(line.contains("(wait_probe) began "))
@@ -149,6 +149,33 @@ struct AutoAdvanceTests {
         #expect(line.contains("the loop guard stopped it"))
         #expect(session.attachedProcesses().isEmpty, "the program was stopped")
         #expect(session.status().scheduler == nil, "and the scheduler is gone")
+    }
+
+    @Test("--max-steps stops the run's own processes at once, exits 123 with one line, and reports none of them as left running")
+    func maxStepsStop() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("limit")
+        // Another run's process on the same session, waiting for a signal (no deadline the scheduler could step to):
+        // the stop is not for it.
+        let other = try AttachedRun(sandbox, session: "limit", ["python3", "-c", "import signal; signal.pause()"])
+        try #require(sandbox.waitForAttached(session) { $0.map(\.command) == ["python3"] }.count == 1)
+        let started = Date()
+        let result = try sandbox.timectl("--session", "limit", "run", "--auto-advance", "--max-steps", "3", "--",
+                                         "sh", "-c", "echo $$; sleep 60 & echo $!; while :; do sleep 1; done")
+        let took = Date().timeIntervalSince(started)
+        #expect(result.status == 123, "\(result)")
+        let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.count == 2 && lines.last == "", "one line, and no 'still running' report: \(result.stderr)")
+        #expect(result.stderr.hasPrefix("timectl: gave up after 3 steps to the next deadline (the step limit) without the processes running out of waits; the wait that kept coming back: sleep (last pid "), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("): sleep on CLOCK_MONOTONIC, 3 times\n"), "\(result.stderr)")
+        #expect(session.wallClockNanoseconds == Self.start + 3 * Self.second, "exactly 3 steps of 1 s")
+        // The shell and its sleeps are gone (or zombies waiting for init), not left on the frozen session.
+        for pid in result.lines.compactMap(Int32.init) {
+            #expect(sandbox.waitUntilGone(pid), "pid \(pid) of the stopped run is still running")
+        }
+        #expect(other.isRunning, "a process of another run is left alone")
+        #expect(session.attachedProcesses().map(\.command) == ["python3"], "\(session.attachedProcesses())")
+        // It used to wait 2 s for processes that had already exited; a guard, not a measurement.
+        #expect(took < 2, "the stop took \(took) s")
     }
 
     @Test("tick --step stops at each pending deadline in order; a plain tick jumps the whole way")
