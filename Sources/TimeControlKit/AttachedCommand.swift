@@ -274,9 +274,28 @@ final class RunProcesses: @unchecked Sendable {
         _ = tc_run_await_end(terminated, Int32(terminated.count), 400)
     }
 
+    /// How long processes that outlive the command get to finish exiting before they are reported.
+    static let exitGrace: Int64 = 100_000_000
+
     /// One line on standard error for each process still running: they keep running.
+    ///
+    /// A process whose exit is under way is not left behind: one that was
+    /// killed or is a zombie (``ProcFS/isExiting(pid:)``) is never reported,
+    /// and the others get up to 100 ms to go first, as a helper does that
+    /// ends by itself when the command's end closes its pipe (Erlang's
+    /// `erl_child_setup` and `inet_gethost` after `halt()`, a process the
+    /// command signalled just before exiting). Only a process still there
+    /// then is reported: a daemon started on purpose costs the wait.
     func reportLeftovers() {
-        for pid in members() {
+        let running = { self.members().filter { !ProcFS.isExiting(pid: $0) } }
+        var left = running()
+        let deadline = tc_real_ns(CLOCK_MONOTONIC) + Self.exitGrace
+        while !left.isEmpty && tc_real_ns(CLOCK_MONOTONIC) < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&pause, nil)
+            left = running()
+        }
+        for pid in left {
             let line = "timectl: pid \(pid) (\(Self.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
         }

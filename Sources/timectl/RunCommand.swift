@@ -163,6 +163,8 @@ struct Run: ParsableCommand {
             }
             try start?.apply(to: session)
             let attachment = try Attachment(session: session)
+            // A private session is removed with whatever is still attached to it: nothing keeps running.
+            let leftovers: LeftoverProcesses = session.isTemporary ? .end : leftovers
             return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers,
                                                allowingUncontrolled: allowingUncontrolled), session)
         } catch {
