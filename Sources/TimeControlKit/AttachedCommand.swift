@@ -36,6 +36,25 @@ public struct AttachedCommand: Sendable {
     /// which shares timectl's process group, so those are not sent twice.
     static let forwardedSignals: [Int32] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH]
 
+    /// For a process whose one job is to run a command (`timectl run`,
+    /// `record`, `replay`): holds the signals ``run(environment:)`` passes
+    /// on, in the calling thread, from now until the process exits. One sent
+    /// before the command starts is passed on to it (a stop signal: the
+    /// command is not started at all); one sent after the command's exit was
+    /// seen stays pending and dies with the process, instead of killing it
+    /// before it has removed a private session or written a trace. GNU
+    /// `timeout` sends SIGTERM to timectl, then to its whole process group:
+    /// the second one could come after the command, killed by the first,
+    /// had been reaped. Call it before any other thread starts, or from the
+    /// main thread of a process whose other threads block these signals.
+    @_spi(CommandLine)
+    public static func holdForwardedSignals() {
+        var held = sigset_t()
+        sigemptyset(&held)
+        for signal in forwardedSignals { sigaddset(&held, signal) }
+        pthread_sigmask(SIG_BLOCK, &held, nil)
+    }
+
     /// Finds the command of `arguments` in `environment`'s `PATH` and checks
     /// that a preload shim can control it (dynamically linked, not setuid),
     /// without running it: for callers that should change nothing — create
@@ -159,7 +178,19 @@ public struct AttachedCommand: Sendable {
         pthread_sigmask(SIG_BLOCK, &waited, &saved)
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
 
-        try run.startGuardian()
+        // Asked to stop before the command started (the signals were held meanwhile): nothing is started.
+        var pending = sigset_t()
+        sigpending(&pending)
+        if let signal = Self.stopSignals.first(where: { sigismember(&pending, $0) == 1 }) {
+            var only = sigset_t()
+            sigemptyset(&only)
+            sigaddset(&only, signal)
+            var now = timespec()
+            _ = sigtimedwait(&only, nil, &now)
+            return 128 + signal
+        }
+
+        try run.startGuardian(removing: attachment.privateSegment)
         defer { run.disarmGuardian() }
         let child = try Spawn.start(spawned.executable, arguments: spawned.arguments, options: .init(environment: childEnvironment))
         started(child)
@@ -236,9 +267,13 @@ final class RunProcesses: @unchecked Sendable {
     private let guardianPID = Atomic<Int32>(0)
     var guardian: Int32 { guardianPID.load(ordering: .acquiring) }
 
-    func startGuardian() throws(TimeControlError) {
+    /// Starts the guardian; if this process is killed, it ends the run and removes `privateSegment` (an absolute path).
+    func startGuardian(removing privateSegment: String?) throws(TimeControlError) {
         var pid: Int32 = 0
-        let fd = token.withCString { tc_run_guardian_start($0, &pid) }
+        let fd = token.withCString { token in
+            guard let privateSegment else { return tc_run_guardian_start(token, nil, &pid) }
+            return privateSegment.withCString { tc_run_guardian_start(token, $0, &pid) }
+        }
         guard fd >= 0 else { throw .system(call: "clone", path: nil, errno: Errno(rawValue: errno)) }
         guardianFD = fd
         guardianPID.store(pid, ordering: .releasing)

@@ -154,6 +154,8 @@ struct Run: ParsableCommand {
     static func execute(session choice: SessionChoice, start: SessionStart? = nil, arguments: [String],
                         leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false,
                         running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
+        // Signals sent while the session is set up, or after the command has exited, must not end timectl before it cleans up.
+        AttachedCommand.holdForwardedSignals()
         do {
             try AttachedCommand.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
             let session: TimeSession

@@ -113,6 +113,47 @@ struct LeftoverProcessTests {
         #expect(try sandbox.sessions.sessionNames().isEmpty)
     }
 
+    /// The `.seg` files in the sandbox: a private session left behind is one of them.
+    func segments(_ sandbox: Sandbox) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: sandbox.directory)) ?? []).filter { $0.hasSuffix(".seg") }
+    }
+
+    @Test("run --at: a stop signal that comes after the command's exit was seen does not stop timectl before it removes the private session")
+    func lateSignalLeavesNoSession() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        // As GNU timeout does (SIGTERM to timectl, then to its whole group), made certain: the signal comes while timectl
+        // ends what the command left (a helper that ignores SIGTERM and signals timectl, its parent's parent, 0.3 s later).
+        for round in 1...3 {
+            let result = try sandbox.timectl("run", "--at", "2016-01-01T12:00:00Z", "--", "sh", "-c",
+                                             "(trap '' TERM; sleep 0.3; kill -TERM $PPID) & exit 7")
+            #expect(result.status == 7, "round \(round): timectl must exit with the command's status, not die of the signal: \(result)")
+            #expect(segments(sandbox).isEmpty, "round \(round): \(segments(sandbox))")
+        }
+    }
+
+    @Test("run --at under GNU timeout: SIGTERM, or SIGKILL, to timectl and its command together leaves no session and no process",
+          arguments: ["TERM", "KILL"])
+    func timeoutLeavesNoSession(signal: String) throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let escaped = sandbox.directory + "/escaped"
+        for round in 1...4 {
+            unlink(escaped)
+            // A process of the run that left timectl's process group: timeout's signal to the group misses it.
+            let result = try runProgram("/usr/bin/timeout", ["-s", signal, "1", Build.timectl, "run", "--at", "2016-01-01T12:00:00Z", "--",
+                                                             "sh", "-c", "setsid sleep 30 & echo $! > \(escaped); sleep 5"],
+                                        environment: sandbox.environment)
+            #expect(result.status == (signal == "TERM" ? 124 : 137), "round \(round): \(result)")
+            let deadline = Date().addingTimeInterval(10)  // after a SIGKILL the guardian cleans up on its own
+            while !segments(sandbox).isEmpty && Date() < deadline { usleep(10_000) }
+            #expect(segments(sandbox).isEmpty, "round \(round): \(segments(sandbox))")
+            let pid = try #require(Int32((try? String(contentsOfFile: escaped, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+            defer { kill(pid, SIGKILL) }
+            #expect(sandbox.waitUntilGone(pid), "round \(round): the escaped sleep \(pid) is still running")
+        }
+    }
+
     @Test("--end-leftovers ends what the command leaves running", arguments: [[], ["--auto-advance"]])
     func leftoverIsEnded(options: [String]) throws {
         try Build.requireShim()
