@@ -33,7 +33,9 @@ struct Run: ParsableCommand {
             attached to the session) is blocked and one of them waits on virtual time, the \
             session jumps exactly to the earliest deadline. Sleeps, timeouts and back-offs \
             take no real time, and every process sees time pass exactly as it would have. \
-            The run's processes are stopped, and timectl exits 123, after --max-steps steps, or when the loop guard \
+            When the command has exited, a named session runs again as it ran before (or as \
+            --at set it; a frozen one stays frozen), from where the run left its clocks. The run's processes \
+            are stopped, and timectl exits 123, after --max-steps steps, or when the loop guard \
             finds a process that re-arms a 0 s timer for ever; it exits 122 when nothing can ever \
             happen again (a deadlock).
 
@@ -117,11 +119,23 @@ struct Run: ParsableCommand {
         }
         throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers,
                                     allowingUncontrolled: allowUncontrolled) { command, session throws(TimeControlError) in
+            // The scheduler freezes the session; a named one runs again afterwards as it did before (or as --at set it).
+            let pace = start?.pace ?? session.pace
+            defer { if !keepRate && !session.isTemporary { Self.resume(session, at: pace) } }
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
             if report { Main.report(line: "auto-advance: \(outcome)") }
             return status
         })
+    }
+
+    /// Sets the session running at `pace` again after the scheduler froze it; one line on stderr if that fails.
+    static func resume(_ session: TimeSession, at pace: SessionPace) {
+        do {
+            try session.resume(pace)
+        } catch {
+            Main.report(line: "the session stays frozen after auto-advance (\(error.description)); resume it with 'timectl --session \(session.name) resume'")
+        }
     }
 
     var leftovers: LeftoverProcesses { endLeftovers ? .end : .report }
@@ -139,6 +153,9 @@ struct Run: ParsableCommand {
         var wallClock: WallClockTarget
         var frozen: Bool
         var rate: TimeRate?
+
+        /// How the session runs once --at has set it (and once auto-advance is over).
+        var pace: SessionPace { frozen ? .frozen : SessionPace(rate: rate ?? .realTime) }
 
         func apply(to session: TimeSession) throws(TimeControlError) {
             if frozen {

@@ -38,7 +38,7 @@ struct AutoAdvanceTests {
         let first = try sandbox.timectl("--session", "fresh", "run", "--auto-advance", "--", "sh", "-c", script)
         let times = stamps(first.stdout)
         #expect(times.count == 2 && times[1] - times[0] == 2 * Self.second, "\(first)")
-        #expect(try sandbox.session("fresh").status().frozen)
+        #expect(try !sandbox.session("fresh").status().frozen, "it runs again afterwards, as it did before")
         // --keep-rate leaves it running: real time passes between the steps too.
         try sandbox.session("running").resume()
         let kept = try sandbox.timectl("--session", "running", "run", "--auto-advance", "--keep-rate", "--", "sh", "-c", script)
@@ -176,6 +176,48 @@ struct AutoAdvanceTests {
         #expect(session.attachedProcesses().map(\.command) == ["python3"], "\(session.attachedProcesses())")
         // It used to wait 2 s for processes that had already exited; a guard, not a measurement.
         #expect(took < 2, "the stop took \(took) s")
+    }
+
+    @Test("after run --auto-advance a named session runs again as it did before: its rate, its stopped wall; a frozen one stays frozen")
+    func sessionRunsAgainAfterwards() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        // Created running by run itself (the default session's case).
+        let first = try sandbox.timectl("--session", "after", "run", "--auto-advance", "--", "sleep", "86400")
+        #expect(first.status == 0 && first.stderr.isEmpty, "\(first)")
+        let session = try sandbox.session("after")
+        var status = session.status()
+        #expect(!status.frozen && !status.wallFrozen && status.rateText == "1", "\(status)")
+        #expect(status.elapsedNanoseconds >= 86_400 * Self.second, "where the run left it: a day ahead")
+        // So a plain run's sleep takes its real time again instead of waiting for ever.
+        let plain = try sandbox.timectl(["--session", "after", "run", "--", "sleep", "0.2"], guardSeconds: 30)
+        #expect(plain.status == 0 && !plain.timedOut, "\(plain)")
+
+        try session.setRate(2)
+        #expect(try sandbox.timectl("--session", "after", "run", "--auto-advance", "--", "sleep", "10").status == 0)
+        status = session.status()
+        #expect(!status.frozen && status.rateText == "2", "\(status)")
+
+        // A wall stopped by freeze --wall stays stopped, exactly as far ahead as the run went.
+        try session.freezeWall(at: .absolute(nanosecondsSinceEpoch: Self.start))
+        #expect(try sandbox.timectl("--session", "after", "run", "--auto-advance", "--", "sleep", "10").status == 0)
+        status = session.status()
+        #expect(!status.frozen && status.wallFrozen && status.rateText == "2", "\(status)")
+        #expect(session.wallClockNanoseconds == Self.start + 10 * Self.second)
+
+        // A stop by the step limit puts it back too.
+        try session.resume()
+        let stopped = try sandbox.timectl("--session", "after", "run", "--auto-advance", "--max-steps", "2", "--",
+                                          "sh", "-c", "while :; do sleep 1; done")
+        #expect(stopped.status == 123, "\(stopped)")
+        status = session.status()
+        #expect(!status.frozen && status.rateText == "1", "\(status)")
+
+        // Frozen before, frozen after.
+        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start))
+        #expect(try sandbox.timectl("--session", "after", "run", "--auto-advance", "--", "sleep", "10").status == 0)
+        #expect(session.status().frozen)
+        #expect(session.wallClockNanoseconds == Self.start + 10 * Self.second)
     }
 
     @Test("tick --step stops at each pending deadline in order; a plain tick jumps the whole way")
