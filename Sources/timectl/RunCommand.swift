@@ -47,8 +47,8 @@ struct Run: ParsableCommand {
             With an explicit --session NAME, --at sets that session instead (and it stays; a time \
             of day is then on the date that session's wall clock shows). \
             Under --frozen a sleep waits until the session is ticked (its name is in 'timectl \
-            session list'); with '--at AT --auto-advance' the clocks stand still too, and move only by \
-            skipping each wait to its deadline, at once.
+            session list'); with '--at AT --auto-advance' the clocks stand still at AT exactly (the \
+            command's first reading is AT) and move only by skipping each wait to its deadline, at once.
             """)
 
     @OptionGroup var sessionOptions: SessionOptions
@@ -107,7 +107,7 @@ struct Run: ParsableCommand {
         }
         let target = try InvalidValue.reporting { () throws(FormatError) in try TimeFormats.parseInstant(startAt) }
         let rate = try startRate.map(TimeRate.init(parsingArgument:))
-        return SessionStart(wallClock: target, frozen: frozen, rate: rate)
+        return SessionStart(wallClock: target, frozen: frozen, rate: rate, forScheduler: autoAdvance && !keepRate)
     }
 
     func run() throws {
@@ -153,12 +153,15 @@ struct Run: ParsableCommand {
         var wallClock: WallClockTarget
         var frozen: Bool
         var rate: TimeRate?
+        /// Whether an auto-advance scheduler that freezes the session runs the command.
+        var forScheduler = false
 
         /// How the session runs once --at has set it (and once auto-advance is over).
         var pace: SessionPace { frozen ? .frozen : SessionPace(rate: rate ?? .realTime) }
 
         func apply(to session: TimeSession) throws(TimeControlError) {
-            if frozen {
+            // For a scheduler, frozen at AT at once: set running and frozen a moment later, the clocks would start past AT.
+            if frozen || forScheduler {
                 try session.freeze(at: wallClock)
                 return
             }

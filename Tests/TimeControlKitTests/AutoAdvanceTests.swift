@@ -220,6 +220,23 @@ struct AutoAdvanceTests {
         #expect(session.wallClockNanoseconds == Self.start + 10 * Self.second)
     }
 
+    @Test("run --at AT --auto-advance: the first reading is AT exactly, on a private session and on a named one")
+    func startsExactlyAtAT() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let script = "date +%s.%N; sleep 1.5; date +%s.%N"
+        let expected = "1451649600.000000000\n1451649601.500000000\n"
+        let temporary = try sandbox.timectl("run", "--at", "2016-01-01T12:00:00Z", "--auto-advance", "--", "sh", "-c", script)
+        #expect(temporary.status == 0, "\(temporary)")
+        #expect(temporary.stdout == expected)
+        #expect(try sandbox.sessions.sessionNames().isEmpty, "the private session is removed")
+        let named = try sandbox.timectl("--session", "dated", "run", "--at", "2016-01-01T12:00:00Z", "--auto-advance", "--", "sh", "-c", script)
+        #expect(named.status == 0, "\(named)")
+        #expect(named.stdout == expected)
+        let status = try sandbox.session("dated").status()
+        #expect(!status.frozen && status.rateText == "1", "afterwards it runs, as --at set it: \(status)")
+    }
+
     @Test("tick --step stops at each pending deadline in order; a plain tick jumps the whole way")
     func tickStep() throws {
         let script = "sleep 3; date +%s%N; sleep 3; date +%s%N; sleep 100"
