@@ -92,8 +92,17 @@ public struct AttachedCommand: Sendable {
         try runChild(environment: environment, reapAdopted: false) { _ in }
     }
 
+    /// The command's process: 0 before it starts, −1 once it has been reaped.
     private final class ChildProcess: Sendable {
         let pid = Atomic<Int32>(0)
+
+        /// Whether it has started and not exited (a zombie has exited). Until
+        /// then, and from then on, the scheduler takes no verdict: on the other
+        /// attached processes alone it could find a deadlock that is not the command's.
+        var isRunning: Bool {
+            let pid = pid.load(ordering: .acquiring)
+            return pid > 0 && ProcFS.isLive(pid: pid)
+        }
     }
 
     /// Runs the command the way `timectl run --auto-advance` does: a
@@ -125,13 +134,16 @@ public struct AttachedCommand: Sendable {
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate,
-                                          maxSteps: maxSteps, onFailure: { _, _ in run.end(gracefully: true) })
+        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate, maxSteps: maxSteps,
+                                          ready: { child.isRunning },
+                                          onFailure: { _, _ in run.end(gracefully: true) })
         let status: Int32
         do {
             // Once the scheduler has stopped the command, what it leaves is ended, not reported as left running.
             status = try runChild(environment: environment, run: run, reapAdopted: adoptingOrphans,
-                                  stopped: { autoAdvance.failure != nil }) { child.pid.store($0, ordering: .releasing) }
+                                  stopped: { autoAdvance.failure != nil }, exited: { child.pid.store(-1, ordering: .releasing) }) {
+                child.pid.store($0, ordering: .releasing)
+            }
         } catch {
             autoAdvance.stop()
             throw error
@@ -159,9 +171,11 @@ public struct AttachedCommand: Sendable {
     ///
     /// `stopped` says whether the run was stopped from elsewhere (the
     /// scheduler's loop guard): then, once the command has exited, what is
-    /// left is killed rather than reported.
+    /// left is killed rather than reported. `exited` is called as soon as
+    /// the command has been reaped.
     private func runChild(environment: [String], run: RunProcesses = RunProcesses(), reapAdopted: Bool,
-                          stopped: () -> Bool = { false }, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
+                          stopped: () -> Bool = { false }, exited: () -> Void = {},
+                          started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
@@ -217,6 +231,7 @@ public struct AttachedCommand: Sendable {
                 var status: Int32 = 0
                 while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
                     if reaped == child {
+                        exited()
                         if stopRequests > 0 || stopped() {
                             run.end(gracefully: false)
                         } else if leftovers == .end {

@@ -178,6 +178,24 @@ struct AutoAdvanceTests {
         #expect(took < 2, "the stop took \(took) s")
     }
 
+    @Test("beside an attached process that only waits for a signal, run --auto-advance steps its command and exits with its status")
+    func idleNeighbourIsNoDeadlock() throws {
+        let (sandbox, session) = try Sandbox.frozenSession("neighbour")
+        let neighbour = try AttachedRun(sandbox, session: "neighbour", ["python3", "-c", "import signal; signal.pause()"])
+        try #require(sandbox.waitForAttached(session) { $0.map(\.command) == ["python3"] }.count == 1)
+        // Before the command started and after it exited, the neighbour alone looked deadlocked: the scheduler gave
+        // up before the command existed (which then hung on the frozen session), or the run exited 122 (5 runs in 40 here).
+        for round in 1...20 {
+            let before = session.wallClockNanoseconds
+            let result = try sandbox.timectl(["--session", "neighbour", "run", "--auto-advance", "--", "sh", "-c", "sleep 5; date +%s%N"],
+                                             guardSeconds: 30)
+            #expect(result.status == 0 && result.stderr.isEmpty, "round \(round): \(result)")
+            #expect(stamps(result.stdout) == [before + 5 * Self.second], "round \(round): \(result)")
+            if result.status != 0 { break }
+        }
+        #expect(neighbour.isRunning)
+    }
+
     @Test("after run --auto-advance a named session runs again as it did before: its rate, its stopped wall; a frozen one stays frozen")
     func sessionRunsAgainAfterwards() throws {
         try Build.requireShim()
