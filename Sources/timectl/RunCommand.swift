@@ -17,9 +17,9 @@ struct Run: ParsableCommand {
             reaches every process of the command's tree (whatever process group or \
             session it moved to); what is still running when the command has exited is \
             killed, as is everything still running 5 s after the signal or at a second one. If timectl itself \
-            is killed (SIGKILL), a guardian process kills the tree. Processes the command \
-            leaves running when it exits by itself are reported on stderr and keep \
-            running, or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) run \
+            is killed (SIGKILL), a guardian process kills the tree (and removes a private session). \
+            Processes the command leaves running when it exits by itself are reported on stderr and \
+            keep running (one already exiting, or killed, is not), or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) run \
             through timectl-static-loader, beside the shim. Setuid programs cannot be \
             controlled with LD_PRELOAD and are refused, as the command and wherever \
             the command's processes exec or posix_spawn them (the exec fails with \
@@ -43,7 +43,7 @@ struct Run: ParsableCommand {
             at AT (ISO 8601, 'YYYY-MM-DD hh:mm:ss', @SECONDS, +DURATION/-DURATION from now, or a time \
             of day hh:mm[:ss] on today's date, in UTC or in the zone after it: '--at 09:30+02:00'), running, \
             frozen (--frozen) or at a rate (--rate); the session is removed, with anything still \
-            attached to it, when the command exits. This is faketime's 'faketime DATE COMMAND'. \
+            attached to it, when the command exits (or timectl is stopped or killed). This is faketime's 'faketime DATE COMMAND'. \
             With an explicit --session NAME, --at sets that session instead (and it stays; a time \
             of day is then on the date that session's wall clock shows). \
             Under --frozen a sleep waits until the session is ticked (its name is in 'timectl \
