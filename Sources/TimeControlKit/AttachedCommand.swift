@@ -36,6 +36,25 @@ public struct AttachedCommand: Sendable {
     /// which shares timectl's process group, so those are not sent twice.
     static let forwardedSignals: [Int32] = [SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH]
 
+    /// For a process whose one job is to run a command (`timectl run`,
+    /// `record`, `replay`): holds the signals ``run(environment:)`` passes
+    /// on, in the calling thread, from now until the process exits. One sent
+    /// before the command starts is passed on to it (a stop signal: the
+    /// command is not started at all); one sent after the command's exit was
+    /// seen stays pending and dies with the process, instead of killing it
+    /// before it has removed a private session or written a trace. GNU
+    /// `timeout` sends SIGTERM to timectl, then to its whole process group:
+    /// the second one could come after the command, killed by the first,
+    /// had been reaped. Call it before any other thread starts, or from the
+    /// main thread of a process whose other threads block these signals.
+    @_spi(CommandLine)
+    public static func holdForwardedSignals() {
+        var held = sigset_t()
+        sigemptyset(&held)
+        for signal in forwardedSignals { sigaddset(&held, signal) }
+        pthread_sigmask(SIG_BLOCK, &held, nil)
+    }
+
     /// Finds the command of `arguments` in `environment`'s `PATH` and checks
     /// that a preload shim can control it (dynamically linked, not setuid),
     /// without running it: for callers that should change nothing — create
@@ -73,8 +92,17 @@ public struct AttachedCommand: Sendable {
         try runChild(environment: environment, reapAdopted: false) { _ in }
     }
 
+    /// The command's process: 0 before it starts, −1 once it has been reaped.
     private final class ChildProcess: Sendable {
         let pid = Atomic<Int32>(0)
+
+        /// Whether it has started and not exited (a zombie has exited). Until
+        /// then, and from then on, the scheduler takes no verdict: on the other
+        /// attached processes alone it could find a deadlock that is not the command's.
+        var isRunning: Bool {
+            let pid = pid.load(ordering: .acquiring)
+            return pid > 0 && ProcFS.isLive(pid: pid)
+        }
     }
 
     /// Runs the command the way `timectl run --auto-advance` does: a
@@ -89,9 +117,11 @@ public struct AttachedCommand: Sendable {
     /// they are attached to the session.
     ///
     /// Returns the status to exit with and what the scheduler did. If a
-    /// loop guard stops the scheduler, the command's processes are
-    /// terminated (SIGTERM, then SIGKILL after 2 s) and the guard's error is
-    /// thrown once the command has exited.
+    /// loop guard or `maxSteps` stops the scheduler, the run's processes
+    /// (found by their `TIMECTL_RUN` token: other processes attached to the
+    /// session are left alone) are terminated (SIGTERM, then SIGKILL to
+    /// whatever is left 2 s later, or once the command has exited), and the
+    /// guard's error is thrown once the command has exited.
     public func runAutoAdvancing(session: TimeSession, keepRate: Bool = false, maxSteps: Int? = nil, adoptingOrphans: Bool = false,
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
         try Self.check(arguments, environment: environment, allowingUncontrolled: allowingUncontrolled)  // refused before the session is claimed or frozen
@@ -99,15 +129,21 @@ public struct AttachedCommand: Sendable {
         let attached = AttachedPIDs(session: session)
         let ownPID = getpid()
         let child = ChildProcess()
+        let run = RunProcesses()
         // The command's tree: through this process (its main thread spawns, and orphans come to it), or from the command itself.
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate,
-                                          maxSteps: maxSteps, onFailure: { _, processes in Self.terminate(processes) })
+        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate, maxSteps: maxSteps,
+                                          ready: { child.isRunning },
+                                          onFailure: { _, _ in run.end(gracefully: true) })
         let status: Int32
         do {
-            status = try runChild(environment: environment, reapAdopted: adoptingOrphans) { child.pid.store($0, ordering: .releasing) }
+            // Once the scheduler has stopped the command, what it leaves is ended, not reported as left running.
+            status = try runChild(environment: environment, run: run, reapAdopted: adoptingOrphans,
+                                  stopped: { autoAdvance.failure != nil }, exited: { child.pid.store(-1, ordering: .releasing) }) {
+                child.pid.store($0, ordering: .releasing)
+            }
         } catch {
             autoAdvance.stop()
             throw error
@@ -115,18 +151,6 @@ public struct AttachedCommand: Sendable {
         let report = autoAdvance.stop()
         if let failure = autoAdvance.failure { throw failure }
         return (status, report)
-    }
-
-    /// SIGTERM, then SIGKILL to whatever is left 2 s later.
-    static func terminate(_ processes: [Int32]) {
-        for pid in processes { kill(pid, SIGTERM) }
-        let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
-        // A process that has exited stays a zombie until reaped: only a live one is waited for.
-        while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { ProcFS.isLive(pid: $0) }) {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
-        }
-        for pid in processes { kill(pid, SIGKILL) }
     }
 
     /// Signals that ask timectl to stop: they end the command's whole tree.
@@ -144,9 +168,15 @@ public struct AttachedCommand: Sendable {
     /// has exited, what is left is killed; so is everything still running 5 s
     /// after the signal, or at a second stop signal. A guardian process kills them all if this process dies
     /// before the run ends (SIGKILL), and is disarmed when it ends.
-    private func runChild(environment: [String], reapAdopted: Bool, started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
+    ///
+    /// `stopped` says whether the run was stopped from elsewhere (the
+    /// scheduler's loop guard): then, once the command has exited, what is
+    /// left is killed rather than reported. `exited` is called as soon as
+    /// the command has been reaped.
+    private func runChild(environment: [String], run: RunProcesses = RunProcesses(), reapAdopted: Bool,
+                          stopped: () -> Bool = { false }, exited: () -> Void = {},
+                          started: (pid_t) -> Void) throws(TimeControlError) -> Int32 {
         guard let command = arguments.first else { throw .commandNotFound("") }
-        let run = RunProcesses()
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
         let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
@@ -162,7 +192,19 @@ public struct AttachedCommand: Sendable {
         pthread_sigmask(SIG_BLOCK, &waited, &saved)
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
 
-        try run.startGuardian()
+        // Asked to stop before the command started (the signals were held meanwhile): nothing is started.
+        var pending = sigset_t()
+        sigpending(&pending)
+        if let signal = Self.stopSignals.first(where: { sigismember(&pending, $0) == 1 }) {
+            var only = sigset_t()
+            sigemptyset(&only)
+            sigaddset(&only, signal)
+            var now = timespec()
+            _ = sigtimedwait(&only, nil, &now)
+            return 128 + signal
+        }
+
+        try run.startGuardian(removing: attachment.privateSegment)
         defer { run.disarmGuardian() }
         let child = try Spawn.start(spawned.executable, arguments: spawned.arguments, options: .init(environment: childEnvironment))
         started(child)
@@ -189,8 +231,11 @@ public struct AttachedCommand: Sendable {
                 var status: Int32 = 0
                 while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
                     if reaped == child {
-                        if stopRequests > 0 || leftovers == .end {
-                            run.end(gracefully: stopRequests == 0)
+                        exited()
+                        if stopRequests > 0 || stopped() {
+                            run.end(gracefully: false)
+                        } else if leftovers == .end {
+                            run.end(gracefully: true)
                         } else {
                             run.reportLeftovers()
                         }
@@ -227,17 +272,26 @@ public enum LeftoverProcesses: Sendable, Hashable {
 }
 
 /// The processes of one run, found by the `TIMECTL_RUN` token they inherit (timectl_run.h).
-final class RunProcesses {
+///
+/// `@unchecked Sendable`: a scheduler's loop guard ends the run from its own
+/// thread; the token never changes, the guardian's pid is atomic, and its
+/// descriptor is only touched by the thread that runs the command.
+final class RunProcesses: @unchecked Sendable {
     let token = "\(getpid())-\(tc_real_ns(CLOCK_BOOTTIME))"
     private var guardianFD: Int32 = -1
-    private(set) var guardian: Int32 = 0
+    private let guardianPID = Atomic<Int32>(0)
+    var guardian: Int32 { guardianPID.load(ordering: .acquiring) }
 
-    func startGuardian() throws(TimeControlError) {
+    /// Starts the guardian; if this process is killed, it ends the run and removes `privateSegment` (an absolute path).
+    func startGuardian(removing privateSegment: String?) throws(TimeControlError) {
         var pid: Int32 = 0
-        let fd = token.withCString { tc_run_guardian_start($0, &pid) }
+        let fd = token.withCString { token in
+            guard let privateSegment else { return tc_run_guardian_start(token, nil, &pid) }
+            return privateSegment.withCString { tc_run_guardian_start(token, $0, &pid) }
+        }
         guard fd >= 0 else { throw .system(call: "clone", path: nil, errno: Errno(rawValue: errno)) }
         guardianFD = fd
-        guardian = pid
+        guardianPID.store(pid, ordering: .releasing)
     }
 
     func disarmGuardian() {
@@ -270,9 +324,28 @@ final class RunProcesses {
         _ = tc_run_await_end(terminated, Int32(terminated.count), 400)
     }
 
+    /// How long processes that outlive the command get to finish exiting before they are reported.
+    static let exitGrace: Int64 = 100_000_000
+
     /// One line on standard error for each process still running: they keep running.
+    ///
+    /// A process whose exit is under way is not left behind: one that was
+    /// killed or is a zombie (``ProcFS/isExiting(pid:)``) is never reported,
+    /// and the others get up to 100 ms to go first, as a helper does that
+    /// ends by itself when the command's end closes its pipe (Erlang's
+    /// `erl_child_setup` and `inet_gethost` after `halt()`, a process the
+    /// command signalled just before exiting). Only a process still there
+    /// then is reported: a daemon started on purpose costs the wait.
     func reportLeftovers() {
-        for pid in members() {
+        let running = { self.members().filter { !ProcFS.isExiting(pid: $0) } }
+        var left = running()
+        let deadline = tc_real_ns(CLOCK_MONOTONIC) + Self.exitGrace
+        while !left.isEmpty && tc_real_ns(CLOCK_MONOTONIC) < deadline {
+            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&pause, nil)
+            left = running()
+        }
+        for pid in left {
             let line = "timectl: pid \(pid) (\(Self.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
         }

@@ -12,15 +12,24 @@ public struct Attachment: Sendable, Hashable {
     /// Absolute path of the session segment.
     public let segmentPath: String
 
+    /// The absolute path of the segment of a temporary session: if the
+    /// process that runs a command on it is killed, the run's guardian
+    /// removes the segment, as ending the session would have (nil for a named session).
+    let privateSegment: String?
+
     /// An attachment with an explicit shim and segment.
     public init(shimPath: String, segmentPath: String) {
         self.shimPath = shimPath
         self.segmentPath = segmentPath
+        privateSegment = nil
     }
 
     /// Attaches to `session` with the shim found by ``locateShim(environment:)``.
     public init(session: TimeSession, environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
-        self.init(shimPath: try Self.locateShim(environment: environment), segmentPath: session.segmentPath)
+        shimPath = try Self.locateShim(environment: environment)
+        segmentPath = session.segmentPath
+        let path = session.segmentPath
+        privateSegment = !session.isTemporary ? nil : path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path
     }
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:

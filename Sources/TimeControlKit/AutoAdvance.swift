@@ -66,10 +66,12 @@ public final class AutoAdvance: @unchecked Sendable {
     private let ownPID = getpid()
 
     /// Claims `session` for a scheduler watching `roots()` and their
-    /// descendants, freezes it unless `keepRate`, and starts the scheduler.
-    /// If a loop guard stops it, `onFailure` runs on the scheduler's thread
-    /// with the error and the processes it was watching.
+    /// descendants, freezes it unless `keepRate`, and starts the scheduler,
+    /// which takes no step and no verdict while `ready()` does not hold (a
+    /// command not started yet, or exited). If a loop guard stops it, `onFailure` runs
+    /// on the scheduler's thread with the error and the processes it was watching.
     init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
+         ready: @escaping @Sendable () -> Bool = { true },
          reportingOnly: (@Sendable (TimeControlError) -> Void)? = nil,
          onFailure: @escaping @Sendable (TimeControlError, [Int32]) -> Void = { _, _ in }) throws(TimeControlError) {
         self.session = session
@@ -85,7 +87,7 @@ public final class AutoAdvance: @unchecked Sendable {
         startVirtual = session.monotonicNanoseconds
         // The thread holds what it uses, not this object: releasing the object stops it.
         startThread { [scheduler, stopFlag, finishedFlag, outcome, ownPID] in
-            if let failure = scheduler.autoAdvance(until: stopFlag, maxSteps: maxSteps, reportingOnly: reportingOnly) {
+            if let failure = scheduler.autoAdvance(until: stopFlag, maxSteps: maxSteps, ready: ready, reportingOnly: reportingOnly) {
                 outcome.failure.withLock { $0 = failure }
                 onFailure(failure, scheduler.watch.processes())
             }

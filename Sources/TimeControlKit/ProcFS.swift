@@ -68,6 +68,26 @@ enum ProcFS {
         return state != "Z" && state != "X"
     }
 
+    /// Whether a process is on its way out, so that it will not run on: gone,
+    /// a zombie or dead (state `Z` or `X`), or killed. A fatal signal (one
+    /// the process neither catches, ignores nor blocks: SIGKILL, or a
+    /// SIGTERM it does not handle) puts SIGKILL in every thread's pending
+    /// set as it is sent, before the process has run again to act on it.
+    static func isExiting(pid: Int32) -> Bool {
+        guard let status = text("/proc/\(pid)/status", limit: 8192) else { return true }
+        var pending: UInt64 = 0
+        for line in status.split(separator: "\n") {
+            if line.hasPrefix("State:") {
+                let state = line.dropFirst("State:".count).first { $0 != " " && $0 != "\t" }
+                if state == "Z" || state == "X" || state == "x" { return true }
+            } else if line.hasPrefix("SigPnd:") || line.hasPrefix("ShdPnd:") {
+                let hex = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? ""
+                pending |= UInt64(hex, radix: 16) ?? 0
+            }
+        }
+        return pending & (1 << (UInt64(SIGKILL) - 1)) != 0
+    }
+
     /// `count` bytes of a process's memory at `address`, or nil.
     static func memory(pid: Int32, address: UInt64, count: Int) -> [UInt8]? {
         guard count > 0 else { return [] }

@@ -324,7 +324,14 @@ final class SessionScheduler: @unchecked Sendable {
     /// session runs at real speed instead of jumping, so that the outside
     /// wait's timeout takes as long as it says; it is frozen again as soon as
     /// that wait is over.
-    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil,
+    ///
+    /// While `ready()` does not hold, everything counts as running:
+    /// `timectl run --auto-advance` starts the scheduler before its command
+    /// and stops it after, and a verdict taken on the other attached
+    /// processes alone (a deadlock, when the only one waits for a signal)
+    /// either ended the scheduler before the command existed, leaving it to
+    /// hang on the frozen session, or made a command that had exited 0 exit 122.
+    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil, ready: () -> Bool = { true },
                      reportingOnly: ((TimeControlError) -> Void)? = nil) -> TimeControlError? {
         var loopGuard = LoopGuard(session: session)
         var pause = Self.shortestPause
@@ -335,7 +342,7 @@ final class SessionScheduler: @unchecked Sendable {
         while !stop.raised {
             let changes = waitChanges
             do {
-                let evaluation = evaluate()
+                let evaluation = ready() ? evaluate() : .busy
                 if runningForOutside, case .held = evaluation {} else if runningForOutside {
                     try session.freeze()
                     runningForOutside = false

@@ -311,13 +311,35 @@ public final class TimeSession: Sendable {
         return process
     }
 
-    /// The state of the session now.
     /// Whether the session's clocks stand still (rate 0).
     var isFrozen: Bool {
         var state = mapping.snapshot()
         return tc_anchors_unpack(&state).rate == 0
     }
 
+    /// How the session's clocks run now.
+    @_spi(CommandLine)
+    public var pace: SessionPace {
+        var state = mapping.snapshot()
+        let anchors = tc_anchors_unpack(&state)
+        return SessionPace(rate: anchors.rate == 0 ? nil : TimeRate(unchecked: anchors.rate), wallFrozen: anchors.rate != 0 && anchors.wall_frozen != 0)
+    }
+
+    /// Sets a session that stands frozen running at `pace` again, from where
+    /// its clocks stand (nothing jumps): what `timectl run --auto-advance`
+    /// does once its scheduler, which froze the session, has stopped. A
+    /// session that runs already (a program changed it meanwhile) and a
+    /// frozen `pace` leave it as it is. Returns whether it changed.
+    @_spi(CommandLine)
+    @discardableResult
+    public func resume(_ pace: SessionPace) throws(TimeControlError) -> Bool {
+        guard let rate = pace.rate, isFrozen else { return false }
+        if pace.wallFrozen { try freezeWall() }  // first, so that the wall never moves: a frozen session's wall stands too
+        try setRate(rate)
+        return true
+    }
+
+    /// The state of the session now.
     public func status() -> SessionStatus {
         let header = mapping.header
         var state = mapping.snapshot()
@@ -467,4 +489,22 @@ public final class TimeSession: Sendable {
             throw .system(call: "unlink", path: path, errno: Errno(rawValue: errno))
         }
     }
+}
+
+/// How a session's clocks run: at a rate, or frozen; and whether its wall
+/// clock alone stands still (`freeze --wall`).
+@_spi(CommandLine)
+public struct SessionPace: Sendable, Hashable {
+    /// The rate of its clocks; nil when it is frozen.
+    public var rate: TimeRate?
+    /// Whether the wall clock stands still while the monotonic clocks run at ``rate``.
+    public var wallFrozen: Bool
+
+    public init(rate: TimeRate?, wallFrozen: Bool = false) {
+        self.rate = rate
+        self.wallFrozen = wallFrozen
+    }
+
+    /// Frozen: every clock stands still.
+    public static let frozen = SessionPace(rate: nil)
 }

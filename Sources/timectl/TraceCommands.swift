@@ -1,5 +1,5 @@
 import ArgumentParser
-import TimeControlKit
+@_spi(CommandLine) import TimeControlKit
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -42,6 +42,7 @@ struct Record: RunsAProgram {
     }
 
     func run() throws {
+        AttachedCommand.holdForwardedSignals()  // so that a late signal cannot stop timectl before the trace is written
         let status: Int32
         do {
             let session: TimeSession
@@ -100,6 +101,7 @@ struct Replay: RunsAProgram, TakesNoSession {
     var command: [String] = []
 
     func run() throws {
+        AttachedCommand.holdForwardedSignals()  // so that a late signal cannot stop timectl before its session is removed
         let status: Int32
         do {
             let command = try self.command.isEmpty ? Trace(contentsOf: trace).command : self.command

@@ -177,9 +177,11 @@ int tc_run_kill_all(const char *token, int32_t excluded, int rounds) {
     return tc_run_await_end(killed, killed_count, rounds - round);
 }
 
-static void guard(long read_end, const char *token) {
+static void guard(long read_end, const char *token, const char *segment) {
     uint64_t all = ~(uint64_t)0;
     tc_raw_syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, NULL, sizeof all);
+    /* Out of timectl's process group: `kill -KILL -PGID` (or `timeout -s KILL`) must leave it to clean up. */
+    tc_raw_syscall(SYS_setpgid, 0, 0);
     tc_raw_syscall(SYS_prctl, PR_SET_NAME, "timectl-guard");
     /* Hold nothing of timectl's: a reader of its stdout must see EOF when timectl exits. */
     if (read_end > 0) tc_raw_syscall(SYS_close_range, 0, read_end - 1, 0);
@@ -188,11 +190,14 @@ static void guard(long read_end, const char *token) {
     char byte;
     long got;
     while ((got = tc_raw_syscall(SYS_read, read_end, &byte, 1)) == -EINTR) {}
-    if (got != 1) tc_run_kill_all(token, 0, 400);
+    if (got != 1) {
+        tc_run_kill_all(token, 0, 400);
+        if (segment) tc_raw_syscall(SYS_unlinkat, AT_FDCWD, segment, 0);
+    }
     tc_raw_syscall(SYS_exit_group, 0);
 }
 
-int tc_run_guardian_start(const char *token, int32_t *guardian) {
+int tc_run_guardian_start(const char *token, const char *segment, int32_t *guardian) {
     int fds[2];
     long result = tc_raw_syscall(SYS_pipe2, fds, O_CLOEXEC);
     if (result < 0) {
@@ -203,7 +208,7 @@ int tc_run_guardian_start(const char *token, int32_t *guardian) {
     long pid = tc_raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0) {
         tc_raw_syscall(SYS_close, fds[1]);
-        guard(fds[0], token);
+        guard(fds[0], token, segment);
     }
     tc_raw_syscall(SYS_close, fds[0]);
     if (pid < 0) {

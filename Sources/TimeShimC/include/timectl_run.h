@@ -34,13 +34,16 @@ int tc_run_kill_all(const char *token, int32_t excluded, int rounds);
 int tc_run_await_end(const int32_t *pids, int count, int rounds);
 
 /*
- * Starts the run's guardian: a child process, outside every signal, that
- * waits on a pipe whose only writer is this process. When this process
- * ends without disarming it (killed with SIGKILL, crashed), the guardian
- * kills every member of the run and exits. Returns the pipe's write end
- * (close-on-exec), or −1 with errno; `guardian` receives its pid.
+ * Starts the run's guardian: a child process, outside every signal and in
+ * a process group of its own (a SIGKILL to this process's group does not
+ * reach it), that waits on a pipe whose only writer is this process. When
+ * this process ends without disarming it (killed with SIGKILL, crashed),
+ * the guardian kills every member of the run, removes `segment` (an
+ * absolute path, or NULL: the segment of a private session that was to end
+ * with the run), and exits. Returns the pipe's write end (close-on-exec),
+ * or −1 with errno; `guardian` receives its pid.
  */
-int tc_run_guardian_start(const char *token, int32_t *guardian);
+int tc_run_guardian_start(const char *token, const char *segment, int32_t *guardian);
 
 /* The run ended as it should: the guardian exits without killing anything. */
 void tc_run_guardian_disarm(int fd);

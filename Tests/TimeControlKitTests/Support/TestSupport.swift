@@ -199,6 +199,17 @@ final class Sandbox: @unchecked Sendable {
         return attached
     }
 
+    /// Whether process `pid` is gone, or a zombie, within `guardSeconds`
+    /// (a process re-parented to init stays a zombie until init reaps it).
+    func waitUntilGone(_ pid: Int32, guardSeconds: Double = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(guardSeconds)
+        while ProcFS.isLive(pid: pid) {
+            if Date() >= deadline { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
     /// Opens (or creates) a session in this sandbox through the library.
     func session(_ name: String) throws -> TimeSession {
         try TimeSession.openOrCreate(named: name, in: sessions)
