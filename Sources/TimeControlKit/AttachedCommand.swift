@@ -123,8 +123,7 @@ public struct AttachedCommand: Sendable {
         let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
         // A process that has exited stays a zombie until reaped: only a live one is waited for.
         while tc_real_ns(CLOCK_MONOTONIC) < deadline && processes.contains(where: { ProcFS.isLive(pid: $0) }) {
-            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-            nanosleep(&pause, nil)
+            tc_real_sleep_ns(10_000_000)
         }
         for pid in processes { kill(pid, SIGKILL) }
     }
@@ -261,8 +260,7 @@ final class RunProcesses {
             // Scanned again rather than probed with kill(pid, 0): a killed orphan stays a zombie until reaped.
             let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
             while tc_real_ns(CLOCK_MONOTONIC) < deadline && !members().isEmpty {
-                var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-                nanosleep(&pause, nil)
+                tc_real_sleep_ns(10_000_000)
             }
         }
         _ = token.withCString { tc_run_kill_all($0, guardian, 400) }

@@ -154,11 +154,11 @@ public final class ControlledProcess: Sendable {
             return state.nextWaiter
         }
         guard let id else { return }
-        let guardTask = Task { [weak self] in
-            try await Task.sleep(for: realTimeLimit)
+        // On the real clock even in a process the shim controls (a test's own, under the trait): not Task.sleep.
+        let guardTimer = RealTimeGuards.shared.schedule(after: realTimeLimit) { [weak self] in
             self?.resume(id, with: .failure(TimeControlError.realTimeLimitExceeded(waitingFor: what, limit: realTimeLimit)))
         }
-        defer { guardTask.cancel() }
+        defer { RealTimeGuards.shared.cancel(guardTimer) }
         try await withCheckedThrowingContinuation { continuation in
             let done: Bool = state.withLock { state in
                 if ready(state) { return true }
@@ -210,7 +210,7 @@ public final class ControlledProcess: Sendable {
             if termination == nil && pidfd >= 0 { fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)) }
             // Exited: drain without waiting. Without a pidfd: look for the exit every 10 ms.
             let timeout: Int32 = termination != nil ? 0 : pidfd >= 0 ? -1 : 10
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            let ready = tc_real_poll(&fds, UInt(fds.count), timeout)
             if ready < 0 && errno != EINTR { break }
             if ready == 0 && termination != nil { break }
             for entry in fds where entry.revents != 0 && entry.fd != pidfd {
