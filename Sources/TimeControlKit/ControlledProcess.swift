@@ -36,15 +36,18 @@ public enum Termination: Sendable, Hashable, CustomStringConvertible {
 /// A process started attached to a session by ``TimeSession/spawn(_:_:environment:workingDirectory:)``:
 /// read its output, signal it, wait for its end.
 ///
-/// It runs in a process group of its own. When the handle is released while
-/// the process still runs, the whole group is killed, so a test that fails
-/// half-way leaves no process behind.
+/// It runs in a process group of its own, which lives as long as the session
+/// object that started it, not as long as this handle: releasing the handle
+/// (`_ = try session.spawn(…)`) leaves the process running; ending the
+/// session — ``TimeSession/end()``, or releasing a temporary session at the
+/// end of a test, passed or failed — kills the whole group, so a test that
+/// fails half-way leaves no process behind.
 public final class ControlledProcess: Sendable {
     /// The process id.
     public let pid: Int32
     /// The command line it was started with.
     public let command: [String]
-    /// The session it is attached to (kept alive as long as the process handle).
+    /// The session it is attached to (kept alive as long as the process handle; the process lives as long as the session).
     public let session: TimeSession
 
     private struct State {
@@ -88,10 +91,6 @@ public final class ControlledProcess: Sendable {
                 self.record(event)
             }
         }
-    }
-
-    deinit {
-        if isRunning { Glibc.kill(-pid, SIGKILL) }
     }
 
     // MARK: Reading

@@ -45,6 +45,13 @@ public final class TimeSession: Sendable {
     deinit {
         sleeper.stop()
         end()
+        // A named session's spawned processes live as long as this object too, not as long as their handles.
+        killSpawnedGroups()
+    }
+
+    /// Kills the process group of every process ``spawn(_:_:environment:workingDirectory:)`` started.
+    func killSpawnedGroups() {
+        for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
     }
 
     /// The session of the running test, given by the `.timeSession()` trait
@@ -61,7 +68,7 @@ public final class TimeSession: Sendable {
     public func end() {
         guard isTemporary, !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = Self.liveTemporary.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
-        for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
+        killSpawnedGroups()
         for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
         mapping.markRemoved()
         unlink(segmentPath)
@@ -257,6 +264,21 @@ public final class TimeSession: Sendable {
     /// A `Clock` on this session's timeline, for code in this process.
     public var clock: SessionClock { SessionClock(session: self) }
 
+    /// The session's wall clock, for code under test that is handed its
+    /// notion of "now" (a `now: Date` property, a `() -> Date` provider):
+    /// the wall-clock counterpart of ``clock``. ``SessionWallClock/now`` is
+    /// ``date``, read afresh at every call.
+    ///
+    /// ```swift
+    /// let cache = TokenCache(now: { session.wallClock.now })
+    /// try session.advance(by: .seconds(3600))   // the cache's tokens are an hour older
+    /// ```
+    public var wallClock: SessionWallClock { SessionWallClock(session: self) }
+
+    /// ``date`` as a function, for code under test that takes a date
+    /// provider (`var now: @Sendable () -> Date = Date.init`).
+    public var dateProvider: @Sendable () -> Date { { [self] in date } }
+
     // MARK: Processes
 
     /// The variables that attach a process to this session: `LD_PRELOAD`
@@ -283,6 +305,11 @@ public final class TimeSession: Sendable {
     /// Starts `executable` (a path, or a name looked up in `PATH`) with
     /// `arguments`, attached to this session, in a process group of its own,
     /// its standard output and error captured.
+    ///
+    /// The process lives as long as the session object, not as long as the
+    /// handle: `_ = try session.spawn("worker")` leaves it running, and
+    /// ``end()``, or the release of the session object, kills its whole
+    /// process group. Keep the handle to read its output or wait for it.
     ///
     /// - Parameters:
     ///   - executable: a path, or a program name looked up in `PATH`.
@@ -311,13 +338,13 @@ public final class TimeSession: Sendable {
         return process
     }
 
-    /// The state of the session now.
     /// Whether the session's clocks stand still (rate 0).
     var isFrozen: Bool {
         var state = mapping.snapshot()
         return tc_anchors_unpack(&state).rate == 0
     }
 
+    /// The state of the session now.
     public func status() -> SessionStatus {
         let header = mapping.header
         var state = mapping.snapshot()
@@ -467,4 +494,19 @@ public final class TimeSession: Sendable {
             throw .system(call: "unlink", path: path, errno: Errno(rawValue: errno))
         }
     }
+}
+
+/// The wall clock of a session (``TimeSession/wallClock``): what
+/// `CLOCK_REALTIME` — `Date()` in an attached process — reads on its timeline.
+public struct SessionWallClock: Sendable {
+    /// The session whose wall clock this is.
+    public let session: TimeSession
+
+    /// The wall clock of `session` (the same as `session.wallClock`).
+    public init(session: TimeSession) {
+        self.session = session
+    }
+
+    /// The session's wall clock now.
+    public var now: Date { session.date }
 }
