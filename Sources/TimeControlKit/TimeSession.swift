@@ -323,8 +323,9 @@ public final class TimeSession: Sendable {
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
         let attachment = try Attachment(session: self)
+        // The trait's own variables (a test's process is started with them) are not passed on.
         var entries = ProcessEnvironment.entries.filter { entry in
-            !environment.keys.contains { entry.hasPrefix($0 + "=") }
+            !environment.keys.contains { entry.hasPrefix($0 + "=") } && !TestProcess.Variable.all.contains { entry.hasPrefix($0 + "=") }
         }
         entries += environment.map { "\($0.key)=\($0.value)" }
         let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))

@@ -8,6 +8,8 @@ import TimeControlKitTesting
 enum TraitSessions {
     static let directory = SessionDirectory(path: Build.binDirectory + "/trait-test-sessions")
     static let frozenAt = Date(timeIntervalSince1970: 1_451_649_600)
+    /// Where ``TraitFixtures`` make theirs: nothing else does, so it must be empty after them.
+    static let fixtureDirectory = SessionDirectory(path: Build.binDirectory + "/trait-fixture-sessions")
 }
 
 @Suite("The .timeSession() trait", .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
@@ -44,10 +46,10 @@ struct NoTimeSessionTraitTests {
 struct TimeSessionTraitCleanupTests {
     struct Failure: Error {}
 
-    @Test("a failing test's session is removed and its processes killed")
+    @Test("a failing test's session is removed and its processes killed (the test in the runner's process)")
     func endsTheSessionWhenTheTestFails() async throws {
         let sandbox = try Sandbox()
-        let trait = TimeSessionTrait.timeSession(in: sandbox.sessions)
+        let trait = TimeSessionTrait.timeSession(isolation: .runnerProcess, in: sandbox.sessions)
         let seen = Mutex<(segment: String, pid: Int32)?>(nil)
         await #expect(throws: Failure.self) {
             try await trait.provideScope(for: try #require(Test.current), testCase: Test.Case.current) {
@@ -75,5 +77,107 @@ struct TimeSessionTraitCleanupTests {
             usleep(10_000)
         } while Date() < deadline
         return false
+    }
+}
+
+/// The test's own code — Foundation's `Date()`, clocks, `Task.sleep`, dispatch — is on the session:
+/// each case runs in a process of its own, attached to its session.
+@Suite("The trait puts the test's own code on its session")
+struct OwnCodeOnTheSessionTests {
+    @Test("Date() in the test reads its case's session", .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory),
+          arguments: [0, 7200])
+    func dateFollowsTheSession(offset: Int) throws {
+        try TimeSession.current!.advance(by: .seconds(offset))
+        #expect(Date().timeIntervalSince1970 == 1_451_649_600 + Double(offset))
+        #expect(TimeSession.current?.date == Date())
+    }
+
+    @Test("a parallel test has its own timeline", .timeSession(frozenAt: Date(timeIntervalSince1970: 1_000_000_000), in: TraitSessions.directory))
+    func parallelTimeline() async {
+        for _ in 0..<50 {
+            #expect(Date().timeIntervalSince1970 == 1_000_000_000)
+            await Task.yield()
+        }
+    }
+
+    @Test("a test without the trait sees real time")
+    func realTimeWithoutTheTrait() async {
+        for _ in 0..<50 {
+            let now = Date().timeIntervalSince1970
+            #expect(now > 1_700_000_000 && abs(now - Double(time(nil))) < 2)
+            await Task.yield()
+        }
+    }
+
+    @Test("with auto-advance, the test's Task.sleep and asyncAfter skip ahead",
+          .timeSession(frozenAt: TraitSessions.frozenAt, autoAdvance: true, in: TraitSessions.directory))
+    func autoAdvanceInProcess() async throws {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let startDate = Date()
+        try await Task.sleep(for: .seconds(60))
+        #expect(clock.now - start == .seconds(60))
+        #expect(Date().timeIntervalSince(startDate) == 60)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + 30) { continuation.resume() }
+        }
+        let elapsed = clock.now - start
+        #expect(elapsed >= .seconds(90) && elapsed < .seconds(90.01), "\(elapsed)")
+        #expect(Date().timeIntervalSince(startDate) >= 90)
+    }
+}
+
+/// Tests that fail on purpose, run only by ``TraitFixtureRunTests`` (which starts this test program again with
+/// `TIMECTL_TRAIT_FIXTURES` set) to see what a failing test in its own process reports, and what it leaves behind.
+@Suite("Trait fixtures (fail on purpose)", .enabled(if: ProcessInfo.processInfo.environment["TIMECTL_TRAIT_FIXTURES"] != nil),
+       .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.fixtureDirectory))
+struct TraitFixtures {
+    @Test(arguments: ["first", "second"])
+    func failsInItsOwnProcess(word: String) throws {
+        print("fixture stdout \(word) \(Int(Date().timeIntervalSince1970))")
+        FileHandle.standardError.write(Data("fixture stderr \(word)\n".utf8))
+        let sleeper = try TimeSession.current!.spawn("sleep", ["86399.5"])
+        try "\(sleeper.pid)\n".write(toFile: ProcessInfo.processInfo.environment["TIMECTL_TRAIT_FIXTURES"]! + "/\(word).pid", atomically: true, encoding: .utf8)
+        #expect(Date().timeIntervalSince1970 == 0, "fixture expectation \(word)")
+    }
+
+    @Test func crashes() {
+        print("about to crash")
+        abort()
+    }
+
+    @Test func throwsAnError() throws {
+        struct Broken: Error {}
+        throw Broken()
+    }
+}
+
+@Suite("A test in its own process: what a failure reports, and what it leaves behind")
+struct TraitFixtureRunTests {
+    @Test("failures, errors and crashes in the test's own process are the case's issues, at their source lines; its output is passed on; its processes and session are gone")
+    func failingFixtures() throws {
+        let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-fixtures-XXXXXX")).map { String(cString: $0) })
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["TIMECTL_TRAIT_FIXTURES"] = scratch
+        let result = try runProgram("/proc/self/exe", ["--testing-library", "swift-testing", "--filter", "TraitFixtures"],
+                                    environment: environment, guardSeconds: 120)
+        #expect(result.status == 1, "\(result)")
+        for word in ["first", "second"] {
+            #expect(result.stdout.contains("fixture stdout \(word) 1451649600\n"), "\(result)")
+            #expect(result.stderr.contains("fixture stderr \(word)\n"), "\(result)")
+            // The parent's report: the case, the expectation's own line, its message.
+            #expect(result.stderr.contains("Test failsInItsOwnProcess(word:) recorded an issue with 1 argument word → \"\(word)\" at TimeSessionTraitTests.swift:"), "\(result)")
+            #expect(result.stderr.contains("fixture expectation \(word)"), "\(result)")
+            let pid = try #require(Int32(String(contentsOfFile: scratch + "/\(word).pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(TimeSessionTraitCleanupTests().hasEnded(pid, within: 30), "the \(word) case's sleep \(pid) is still running")
+        }
+        #expect(result.stderr.contains("Expectation failed: (Date().timeIntervalSince1970 → 1451649600.0) == (0 → 0.0)"), "\(result)")
+        #expect(result.stderr.contains("Test throwsAnError() recorded an issue at TimeSessionTraitTests.swift:"), "\(result)")
+        #expect(result.stderr.contains("Caught error: Broken()"), "\(result)")
+        #expect(result.stdout.contains("about to crash"), "\(result)")
+        #expect(result.stderr.contains("killed by signal 6"), "\(result)")
+        #expect(result.stderr.contains("Test run with 3 tests in 1 suite failed"), "\(result)")
+        #expect(try TraitSessions.fixtureDirectory.sessionNames().isEmpty)
     }
 }
