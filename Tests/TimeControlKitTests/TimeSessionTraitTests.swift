@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import TimeControlKit
 import TimeControlKitTesting
+import TimeShimC
 
 /// The trait's sessions live in the build directory, never in the user's.
 enum TraitSessions {
@@ -14,6 +15,9 @@ enum TraitSessions {
 
 @Suite("The .timeSession() trait", .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
 struct TimeSessionTraitTests {
+    /// Seconds of real time (read as TimeControlKit reads it: real even in a process on a session).
+    static func realSeconds() -> Double { Double(tc_real_ns(CLOCK_MONOTONIC)) / 1e9 }
+
     @Test("each case of a parameterised test, running in parallel, sees only its own frozen time", arguments: 0..<6)
     func parallelCasesHaveTheirOwnTime(offset: Int) async throws {
         let session = try #require(TimeSession.current)
@@ -124,6 +128,110 @@ struct OwnCodeOnTheSessionTests {
         let elapsed = clock.now - start
         #expect(elapsed >= .seconds(90) && elapsed < .seconds(90.01), "\(elapsed)")
         #expect(Date().timeIntervalSince(startDate) >= 90)
+    }
+}
+
+/// Every family of clock and wait the test's own code may use, on its session.
+@Suite("The test's own clocks and waits follow its session")
+struct OwnWaitFamiliesTests {
+    /// Measures `body` on the session's monotonic and wall clocks, both as the test's own code reads them.
+    static func measure(_ body: () async throws -> Void) async rethrows -> (monotonic: Double, wall: Double) {
+        let clock = ContinuousClock(), suspending = SuspendingClock()
+        let (start, suspendingStart, date) = (clock.now, suspending.now, Date())
+        try await body()
+        let elapsed = clock.now - start
+        #expect(suspending.now - suspendingStart == elapsed, "SuspendingClock and ContinuousClock agree")
+        return (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18, Date().timeIntervalSince(date))
+    }
+
+    @Test("under auto-advance each wait lasts exactly its virtual length, at once",
+          .timeSession(frozenAt: TraitSessions.frozenAt, autoAdvance: true, in: TraitSessions.directory))
+    func everyFamilyUnderAutoAdvance() async throws {
+        let realStart = TimeSessionTraitTests.realSeconds()
+        var measured: [String: Double] = [:]
+        measured["Task.sleep"] = try await Self.measure { try await Task.sleep(for: .seconds(7)) }.monotonic
+        measured["SuspendingClock.sleep"] = try await Self.measure { try await SuspendingClock().sleep(for: .seconds(3)) }.monotonic
+        measured["Thread.sleep"] = await Self.measure {
+            await withCheckedContinuation { done in Thread.detachNewThread { Thread.sleep(forTimeInterval: 4); done.resume() } }
+        }.monotonic
+        measured["usleep"] = await Self.measure {
+            await withCheckedContinuation { done in Thread.detachNewThread { usleep(2_500_000); done.resume() } }
+        }.monotonic
+        measured["asyncAfter"] = await Self.measure {
+            await withCheckedContinuation { done in DispatchQueue.global().asyncAfter(deadline: .now() + 30) { done.resume() } }
+        }.monotonic
+        measured["DispatchSourceTimer"] = await Self.measure {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let timer = DispatchSource.makeTimerSource(queue: .global())
+                timer.schedule(deadline: .now() + 6)
+                timer.setEventHandler { timer.cancel(); done.resume() }
+                timer.resume()
+            }
+        }.monotonic
+        // When the timer fires, not when the run loop returns (run(mode:before:) runs on to its limit after a timer).
+        let clock = ContinuousClock()
+        let timerStart = clock.now
+        let firedAfter = await withCheckedContinuation { (done: CheckedContinuation<Duration, Never>) in
+            Thread.detachNewThread {
+                let firedAt = Mutex<ContinuousClock.Instant?>(nil)
+                _ = Timer.scheduledTimer(withTimeInterval: 5, repeats: false) { _ in firedAt.withLock { $0 = clock.now } }
+                while firedAt.withLock({ $0 }) == nil { _ = RunLoop.current.run(mode: .default, before: Date().addingTimeInterval(1)) }
+                done.resume(returning: firedAt.withLock { $0! } - timerStart)
+            }
+        }
+        measured["Timer on a RunLoop"] = Double(firedAfter.components.seconds) + Double(firedAfter.components.attoseconds) / 1e18
+        measured["DispatchSemaphore timeout"] = await Self.measure {
+            await withCheckedContinuation { done in
+                Thread.detachNewThread { _ = DispatchSemaphore(value: 0).wait(timeout: .now() + 8); done.resume() }
+            }
+        }.monotonic
+        measured["NSCondition.wait(until:)"] = await Self.measure {
+            await withCheckedContinuation { done in
+                Thread.detachNewThread {
+                    let condition = NSCondition()
+                    condition.lock()
+                    _ = condition.wait(until: Date().addingTimeInterval(9))
+                    condition.unlock()
+                    done.resume()
+                }
+            }
+        }.monotonic
+        let expected: [String: Double] = ["Task.sleep": 7, "SuspendingClock.sleep": 3, "Thread.sleep": 4, "usleep": 2.5, "asyncAfter": 30,
+                                          "DispatchSourceTimer": 6, "Timer on a RunLoop": 5, "DispatchSemaphore timeout": 8,
+                                          "NSCondition.wait(until:)": 9]
+        for (name, seconds) in expected {
+            let got = try #require(measured[name])
+            // Exactly the wait's length (a timer's deadline may be set a few µs after the clock was first read).
+            #expect(got >= seconds && got < seconds + 0.001, "\(name): \(got) s of virtual time, expected \(seconds)")
+        }
+        #expect(TimeSessionTraitTests.realSeconds() - realStart < 5, "74.5 s of virtual waits took seconds of real time")
+    }
+
+    @Test("on a frozen session the test's own sleep waits for the session to be advanced",
+          .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
+    func frozenSleepWaitsForAdvance() async throws {
+        let session = try #require(TimeSession.current)
+        let nap = Task { try await Task.sleep(for: .seconds(600)) }
+        // The runtime's own timers (libdispatch's) are pending too: wait for this 10-minute one.
+        try await session.waitForPendingWaits(where: { $0.remainingNanoseconds == 600_000_000_000 && $0.kind == "timerfd" })
+        #expect(Date() == TraitSessions.frozenAt)
+        try session.advance(by: .seconds(600))
+        try await nap.value
+        #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(600))
+    }
+
+    @Test("a clock read with clock_gettime and time() is the session's",
+          .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
+    func libcClocks() throws {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        #expect(now.tv_sec == 1_451_649_600 && now.tv_nsec == 0)
+        #expect(time(nil) == 1_451_649_600)
+        var monotonic = timespec(), later = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &monotonic)
+        usleep(5_000)  // at most 10 ms: on a frozen session with no scheduler, a yield of real time (docs/starvation.md)
+        clock_gettime(CLOCK_MONOTONIC, &later)
+        #expect(monotonic.tv_sec == later.tv_sec && monotonic.tv_nsec == later.tv_nsec)
     }
 }
 
