@@ -29,6 +29,8 @@ struct TestCaseProcess {
     let caseKey: String
 
     func run() async throws {
+        await Self.slots.acquire()
+        defer { Self.slots.release() }
         let session = try TimeSession.temporary(frozenAt: trait.frozenAt, in: trait.directory)
         defer { session.end() }
         try await TestProcess.prepareShim()
@@ -70,6 +72,47 @@ struct TestCaseProcess {
         }
         if let cancelled = outcome.cancelled {
             try Test.cancel(Comment(rawValue: cancelled))
+        }
+    }
+
+    /// How many cases' own processes may run at once: each is a whole test
+    /// program (tens of MB), and Swift Testing starts every test of a
+    /// parallel run at once, however many there are. `TIMECTL_TEST_PROCESSES`
+    /// sets the number; by default twice the CPUs, at least 4.
+    static let slots = Slots(limit: ProcessEnvironment.value("TIMECTL_TEST_PROCESSES").flatMap { Int($0) }.map { max(1, $0) }
+        ?? max(4, 2 * Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+
+    /// A counting semaphore for tasks: waiting suspends, never blocks a thread.
+    final class Slots: Sendable {
+        private let state: Mutex<(free: Int, waiters: [CheckedContinuation<Void, Never>])>
+
+        init(limit: Int) {
+            state = Mutex((limit, []))
+        }
+
+        func acquire() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let taken = state.withLock { state in
+                    if state.free > 0 {
+                        state.free -= 1
+                        return true
+                    }
+                    state.waiters.append(continuation)
+                    return false
+                }
+                if taken { continuation.resume() }
+            }
+        }
+
+        func release() {
+            let next: CheckedContinuation<Void, Never>? = state.withLock { state in
+                if state.waiters.isEmpty {
+                    state.free += 1
+                    return nil
+                }
+                return state.waiters.removeFirst()
+            }
+            next?.resume()
         }
     }
 

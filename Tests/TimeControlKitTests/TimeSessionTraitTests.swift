@@ -220,6 +220,55 @@ struct OwnWaitFamiliesTests {
         #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(600))
     }
 
+    @Test("in the test's own process, eventually and stepForward wait for the test's own work before each step",
+          .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
+    func harnessStepsWaitForTheTestsOwnThreads() async throws {
+        let session = try #require(TimeSession.current)
+        let fired = Mutex<Date?>(nil)
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) {
+            Self.spin(milliseconds: 50)   // work before the result: a step taken meanwhile would be one too many
+            fired.withLock { $0 = Date() }
+        }
+        try await session.eventually("the reminder fired", within: .seconds(5)) { fired.withLock { $0 } != nil }
+        #expect(fired.withLock { $0 } == TraitSessions.frozenAt.addingTimeInterval(3))
+        #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(3), "not a step further")
+
+        // A task that sleeps 2 s and reads the clock, twice: stepping by 10 s shows it +2 s, then +4 s.
+        let seen = Task { () -> [Double] in
+            var seen: [Double] = []
+            for _ in 0..<2 {
+                try await Task.sleep(for: .seconds(2))
+                seen.append(Date().timeIntervalSince(TraitSessions.frozenAt))
+            }
+            return seen
+        }
+        try await session.waitForPendingWaits(where: { $0.kind == "timerfd" && $0.remainingNanoseconds == 2_000_000_000 })
+        try await session.stepForward(by: .seconds(10))
+        #expect(try await seen.value == [5, 7])
+        #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(13))
+    }
+
+    @Test("a scheduler started in the test's own process steps only when the test's own threads wait",
+          .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
+    func autoAdvanceStartedInTheTest() async throws {
+        let session = try #require(TimeSession.current)
+        let autoAdvance = try session.startAutoAdvance()
+        let clock = ContinuousClock()
+        let start = clock.now
+        try await Task.sleep(for: .seconds(45))
+        #expect(clock.now - start == .seconds(45))
+        Self.spin(milliseconds: 100)   // busy: no step while it runs
+        #expect(clock.now - start == .seconds(45))
+        let report = autoAdvance.stop()
+        #expect(report.virtualNanoseconds == 45_000_000_000 && autoAdvance.failure == nil, "\(report)")
+    }
+
+    /// Keeps the calling thread busy for `milliseconds` of real time.
+    static func spin(milliseconds: Int64) {
+        let end = tc_real_ns(CLOCK_MONOTONIC) + milliseconds * 1_000_000
+        while tc_real_ns(CLOCK_MONOTONIC) < end {}
+    }
+
     @Test("a clock read with clock_gettime and time() is the session's",
           .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
     func libcClocks() throws {

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "timectl_controller.h"
 #include "timectl_segment.h"
+#include "timectl_realclock.h"
 
 __attribute__((section(".note.timectl.controller"), aligned(4), used))
 static const struct {
@@ -30,6 +31,8 @@ int tc_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const ch
 int tc_pidfd_open(int pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
+
+int tc_gettid(void) { return (int)tc_raw_syscall(SYS_gettid, 0); }
 
 int tc_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);

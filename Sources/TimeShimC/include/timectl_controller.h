@@ -15,6 +15,9 @@ int tc_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const ch
 /* pidfd_open(2) (Linux 5.3): a descriptor that turns readable when `pid` exits; −1 with errno. */
 int tc_pidfd_open(int pid);
 
+/* The calling thread's id. */
+int tc_gettid(void);
+
 /* pipe2(fds, O_CLOEXEC). */
 int tc_pipe_cloexec(int fds[2]);
 
