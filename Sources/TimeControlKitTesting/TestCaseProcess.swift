@@ -55,7 +55,12 @@ struct TestCaseProcess {
         let child = try session.spawn(try TestProcess.executable(), arguments, environment: environment)
         let termination: Termination
         do {
-            termination = try await child.waitForExit(realTimeLimit: trait.realTimeLimit)
+            // Cancelled (the runner's time limit for the test, a stop): the case's process goes at once.
+            termination = try await withTaskCancellationHandler {
+                try await child.waitForExit(realTimeLimit: trait.realTimeLimit)
+            } onCancel: {
+                child.kill()
+            }
         } catch {
             let errorOutput = relayOutput(of: child)
             recordIssues(from: events)
@@ -64,6 +69,7 @@ struct TestCaseProcess {
         }
         let errorOutput = relayOutput(of: child)
         let outcome = recordIssues(from: events)
+        if Task.isCancelled { return }   // the runner said why (a time limit exceeded)
         if let failure = scheduler?.failure { Issue.record(failure, "The session's auto-advance stopped") }
         if termination != .exited(0) && outcome.issues == 0 {
             Issue.record(Comment(rawValue: "The test's own process (pid \(child.pid)) \(termination) without reporting an issue\(Self.tail(of: errorOutput))"))
