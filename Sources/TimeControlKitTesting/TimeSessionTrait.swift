@@ -22,8 +22,9 @@ import Testing
 /// starts the test program again, with the shim preloaded and attached to
 /// the case's session, restricted to that one case, waits for it, and
 /// reports its issues as the case's own. The case's body shares no memory
-/// with the runner or with other tests (see <doc:TestingCodeThatCallsDate>
-/// and docs/swift.md for what that means for fixtures, and what it costs).
+/// with the runner or with other tests (TimeControlKit's article "Testing
+/// Code That Calls Date()", and docs/swift.md, say what that means for
+/// fixtures, what it costs, and the limits).
 ///
 /// On a `@Test`, each case of a parameterised test gets its own session and
 /// process; on a `@Suite`, each test in it (and in its nested suites) does.
