@@ -87,7 +87,7 @@ struct TimeSessionTraitCleanupTests {
 /// The test's own code — Foundation's `Date()`, clocks, `Task.sleep`, dispatch — is on the session:
 /// each case runs in a process of its own, attached to its session.
 @Suite("The trait puts the test's own code on its session")
-struct OwnCodeOnTheSessionTests {
+struct TraitOwnCodeTests {
     @Test("Date() in the test reads its case's session", .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory),
           arguments: [0, 7200])
     func dateFollowsTheSession(offset: Int) throws {
@@ -133,7 +133,7 @@ struct OwnCodeOnTheSessionTests {
 
 /// Every family of clock and wait the test's own code may use, on its session.
 @Suite("The test's own clocks and waits follow its session")
-struct OwnWaitFamiliesTests {
+struct TraitWaitFamiliesTests {
     /// Measures `body` on the session's monotonic and wall clocks, both as the test's own code reads them.
     static func measure(_ body: () async throws -> Void) async rethrows -> (monotonic: Double, wall: Double) {
         let clock = ContinuousClock(), suspending = SuspendingClock()
