@@ -207,6 +207,19 @@ struct TraitWaitFamiliesTests {
         #expect(TimeSessionTraitTests.realSeconds() - realStart < 5, "74.5 s of virtual waits took seconds of real time")
     }
 
+    @Test("under auto-advance the test's own waits and its processes' waits skip ahead together, in order",
+          .timeSession(frozenAt: TraitSessions.frozenAt, autoAdvance: true, in: TraitSessions.directory))
+    func ownAndSpawnedWaitsTogether() async throws {
+        let session = try #require(TimeSession.current)
+        let worker = try session.spawn("sh", ["-c", "sleep 30; date +%s"])
+        try await Task.sleep(for: .seconds(10))
+        #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(10))
+        #expect(worker.isRunning, "the worker sleeps on until +30 s")
+        #expect(try await worker.waitForExit() == .exited(0))
+        #expect(worker.standardOutput == "1451649630\n")
+        #expect(Date() == TraitSessions.frozenAt.addingTimeInterval(30))
+    }
+
     @Test("on a frozen session the test's own sleep waits for the session to be advanced",
           .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.directory))
     func frozenSleepWaitsForAdvance() async throws {
