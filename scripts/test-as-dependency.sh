@@ -7,7 +7,13 @@
 # docs/swift.md's harness example, the `.timeSession()` trait with parameterised
 # cases in parallel, `TimeSession.current == nil` without it, the XCTest
 # helper, and a temporary session still held when the test process exits
-# (it must be ended then: no segment, no process left). The shim must come from nowhere but the dependency's sources,
+# (it must be ended then: no segment, no process left). The trait puts the
+# test's own code on its session (each case in a process of its own): code
+# under test (a library target of the consumer's) that calls `Date()` reads
+# the case's frozen, advanced time; a parallel test frozen elsewhere sees its
+# own; a test without the trait sees real time; with `autoAdvance: true`, a
+# 60 s `Task.sleep` and a 30 s `asyncAfter` in the test take 60 and 90 s of
+# virtual time and next to no real time. The shim must come from nowhere but the dependency's sources,
 # built into an empty per-user cache; the test then checks that copy.
 # Every complete code sample of README.md, docs/*.md and the DocC catalog is
 # compiled too, as written.
@@ -79,15 +85,28 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [$dependency],
     targets: [
+        // Code under test that reads the clock itself, knowing nothing of timectl.
+        .target(name: "Stamps"),
         .testTarget(name: "ConsumerTests", dependencies: [
+            "Stamps",
             .product(name: "TimeControlKit", package: "$identity"),
             .product(name: "TimeControlKitTesting", package: "$identity"),
         ]),$sampleTargets
     ]
 )
 MANIFEST
+mkdir -p "$consumer/Sources/Stamps"
+cat > "$consumer/Sources/Stamps/Stamps.swift" <<'SWIFT'
+import Foundation
+
+/// The code under test: it asks Foundation for the time, as code does.
+public func currentStamp() -> TimeInterval {
+    Date().timeIntervalSince1970
+}
+SWIFT
 cat > "$consumer/Tests/ConsumerTests/ConsumerTests.swift" <<'SWIFT'
 import Foundation
+import Stamps
 import Synchronization
 import Testing
 import TimeControlKit
@@ -125,6 +144,45 @@ struct TraitTests {
     #expect(TimeSession.current == nil)
 }
 
+// The test's own code on its session: each case runs in a process of its own.
+@Test(.timeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)), arguments: [0, 7200])
+func codeUnderTestReadsTheCaseTime(offset: Int) throws {
+    try TimeSession.current!.advance(by: .seconds(offset))
+    #expect(currentStamp() == 1_451_649_600 + Double(offset))
+    #expect(Date().timeIntervalSince1970 == 1_451_649_600 + Double(offset))
+}
+
+@Test(.timeSession(frozenAt: Date(timeIntervalSince1970: 1_000_000_000)))
+func aParallelTestHasItsOwnTime() async {
+    for _ in 0..<50 {
+        #expect(currentStamp() == 1_000_000_000)
+        await Task.yield()
+    }
+}
+
+@Test func realTimeWithoutTheTrait() async {
+    for _ in 0..<50 {
+        let stamp = currentStamp()
+        #expect(stamp > 1_700_000_000 && abs(stamp - Double(time(nil))) < 2)
+        await Task.yield()
+    }
+}
+
+@Test(.timeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600), autoAdvance: true))
+func sleepsSkipAhead() async throws {
+    let clock = ContinuousClock()
+    let (start, startStamp) = (clock.now, currentStamp())
+    try await Task.sleep(for: .seconds(60))
+    #expect(clock.now - start == .seconds(60))
+    #expect(currentStamp() - startStamp == 60)
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) { done.resume() }
+    }
+    let elapsed = clock.now - start
+    #expect(elapsed >= .seconds(90) && elapsed < .seconds(90.001), "\(elapsed)")
+    #expect(currentStamp() - startStamp >= 90 && currentStamp() - startStamp < 90.001)
+}
+
 @Test func sessionHeldUntilTheProcessExits() throws {
     let session = try TimeSession.temporary()
     let sleeper = try session.spawn("sleep", ["86399.25"])
@@ -149,7 +207,10 @@ mkdir -m 0700 "$work/sessions"
 env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION \
     XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" \
     swift test --skip-build --filter ConsumerTests >"$work/test.log" 2>&1 || fail "swift test: $(tail -40 "$work/test.log")"
-grep -q "Test run with 4 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
+grep -q "Test run with 8 tests in 1 suite passed" "$work/test.log" || fail "not every Swift Testing test ran: $(tail -20 "$work/test.log")"
+# 90 s of the test's own sleeps skipped, every traited case in a process of its own: seconds of real time in all.
+took=$(sed -n 's/.*Test run with 8 tests in 1 suite passed after \([0-9.]*\) seconds.*/\1/p' "$work/test.log")
+awk -v took="$took" 'BEGIN { exit !(took != "" && took < 10) }' || fail "the Swift Testing tests took ${took:-?} s of real time (expected under 10)"
 grep -q "Executed 1 test, with 0 failures" "$work/test.log" || fail "the XCTest case did not run: $(tail -20 "$work/test.log")"
 
 shims=("$work"/cache/timectl/shim-*/libTimeShim.so)
@@ -162,4 +223,4 @@ if [ -n "$left" ]; then
     kill $left 2>/dev/null || true
     fail "the sleep spawned from a session held until exit is still running (pid $left)"
 fi
-echo "test-as-dependency.sh: passed ($samples samples of the docs compiled as written)"
+echo "test-as-dependency.sh: passed ($samples samples of the docs compiled as written; the Swift Testing tests took $took s)"

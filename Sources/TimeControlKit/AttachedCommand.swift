@@ -315,8 +315,7 @@ final class RunProcesses: @unchecked Sendable {
             // Scanned again rather than probed with kill(pid, 0): a killed orphan stays a zombie until reaped.
             let deadline = tc_real_ns(CLOCK_MONOTONIC) + 2_000_000_000
             while tc_real_ns(CLOCK_MONOTONIC) < deadline && !members().isEmpty {
-                var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
-                nanosleep(&pause, nil)
+                tc_real_sleep_ns(10_000_000)
             }
         }
         _ = token.withCString { tc_run_kill_all($0, guardian, 400) }
@@ -341,8 +340,7 @@ final class RunProcesses: @unchecked Sendable {
         var left = running()
         let deadline = tc_real_ns(CLOCK_MONOTONIC) + Self.exitGrace
         while !left.isEmpty && tc_real_ns(CLOCK_MONOTONIC) < deadline {
-            var pause = timespec(tv_sec: 0, tv_nsec: 5_000_000)
-            nanosleep(&pause, nil)
+            tc_real_sleep_ns(5_000_000)
             left = running()
         }
         for pid in left {

@@ -36,15 +36,18 @@ public enum Termination: Sendable, Hashable, CustomStringConvertible {
 /// A process started attached to a session by ``TimeSession/spawn(_:_:environment:workingDirectory:)``:
 /// read its output, signal it, wait for its end.
 ///
-/// It runs in a process group of its own. When the handle is released while
-/// the process still runs, the whole group is killed, so a test that fails
-/// half-way leaves no process behind.
+/// It runs in a process group of its own, which lives as long as the session
+/// object that started it, not as long as this handle: releasing the handle
+/// (`_ = try session.spawn(…)`) leaves the process running; ending the
+/// session — ``TimeSession/end()``, or releasing a temporary session at the
+/// end of a test, passed or failed — kills the whole group, so a test that
+/// fails half-way leaves no process behind.
 public final class ControlledProcess: Sendable {
     /// The process id.
     public let pid: Int32
     /// The command line it was started with.
     public let command: [String]
-    /// The session it is attached to (kept alive as long as the process handle).
+    /// The session it is attached to (kept alive as long as the process handle; the process lives as long as the session).
     public let session: TimeSession
 
     private struct State {
@@ -88,10 +91,6 @@ public final class ControlledProcess: Sendable {
                 self.record(event)
             }
         }
-    }
-
-    deinit {
-        if isRunning { Glibc.kill(-pid, SIGKILL) }
     }
 
     // MARK: Reading
@@ -154,11 +153,11 @@ public final class ControlledProcess: Sendable {
             return state.nextWaiter
         }
         guard let id else { return }
-        let guardTask = Task { [weak self] in
-            try await Task.sleep(for: realTimeLimit)
+        // On the real clock even in a process the shim controls (a test's own, under the trait): not Task.sleep.
+        let guardTimer = RealTimeGuards.shared.schedule(after: realTimeLimit) { [weak self] in
             self?.resume(id, with: .failure(TimeControlError.realTimeLimitExceeded(waitingFor: what, limit: realTimeLimit)))
         }
-        defer { guardTask.cancel() }
+        defer { RealTimeGuards.shared.cancel(guardTimer) }
         try await withCheckedThrowingContinuation { continuation in
             let done: Bool = state.withLock { state in
                 if ready(state) { return true }
@@ -210,7 +209,7 @@ public final class ControlledProcess: Sendable {
             if termination == nil && pidfd >= 0 { fds.append(pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)) }
             // Exited: drain without waiting. Without a pidfd: look for the exit every 10 ms.
             let timeout: Int32 = termination != nil ? 0 : pidfd >= 0 ? -1 : 10
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            let ready = tc_real_poll(&fds, UInt(fds.count), timeout)
             if ready < 0 && errno != EINTR { break }
             if ready == 0 && termination != nil { break }
             for entry in fds where entry.revents != 0 && entry.fd != pidfd {

@@ -13,7 +13,11 @@ import TimeShimC
 /// scheduler's own process is a root for its children only: its threads are
 /// never judged, and only its main thread's children are followed — the
 /// thread that spawns the command, and the one the kernel re-parents
-/// orphans to when the process is their subreaper.
+/// orphans to when the process is their subreaper. The exception is a
+/// process that is itself on the session (`judgingOwnThreads`: a test's own
+/// process under TimeControlKitTesting's trait, whose own code waits on the
+/// session): its threads are judged like any others', but for the one that
+/// looks.
 ///
 /// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
 /// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
@@ -90,6 +94,10 @@ final class ProcessWatch {
 
     let roots: () -> [Int32]
     private let ownPID = getpid()
+    /// Whether this process's own threads are judged (all but the looking one).
+    private let judgingOwnThreads: Bool
+    /// The thread that looks (the one never judged), when this process's threads are judged; 0 otherwise.
+    private var lookingThread: Int32 = 0
     private let files = ProcFiles()
     /// The processes of the last walk, by pid, with their threads' open files.
     private var watched: [Int32: WatchedProcess] = [:]
@@ -112,9 +120,11 @@ final class ProcessWatch {
     /// The thread pass 2 checks first: the one that made the last look fail, or that the last step woke.
     private var suspect: WatchedThread?
 
-    /// Watches `roots()` (evaluated at every look) and their descendants.
-    init(roots: @escaping () -> [Int32]) {
+    /// Watches `roots()` (evaluated at every look) and their descendants;
+    /// with `judgingOwnThreads`, this process's threads too, when it is a root.
+    init(roots: @escaping () -> [Int32], judgingOwnThreads: Bool = false) {
         self.roots = roots
+        self.judgingOwnThreads = judgingOwnThreads
         ownThread = WatchedThread(pid: ownPID, tid: ownPID, directory: "/proc/\(ownPID)/task/\(ownPID)/")
     }
 
@@ -137,6 +147,8 @@ final class ProcessWatch {
     /// judged. `from` are the roots to start from (`roots()` by default).
     func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
         lookNumber &+= 1
+        lookingThread = judgingOwnThreads ? tc_gettid() : 0
+        if suspect?.tid == lookingThread { suspect = nil }
         // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of
         // threads; first the suspect's, checked blocked whatever its count: a look that fails usually fails there.
         var threadWentAway = false
@@ -158,7 +170,8 @@ final class ProcessWatch {
                 continue
             }
             for thread in process.threads
-            where thread.freshAtLook != lookNumber && (thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately) {
+            where thread.freshAtLook != lookNumber && thread.tid != lookingThread
+                && (thread.quietRuns == nil || lookNumber &- thread.ranAtLook <= Self.lately) {
                 switch countWhileBlocked(thread, of: process) {
                 case .blocked: continue
                 case .running: return busy(thread, process)
@@ -294,7 +307,7 @@ final class ProcessWatch {
         var complete = true
         while let pid = queue.popLast() {
             guard seen.insert(pid).inserted else { continue }
-            if pid == ownPID {
+            if pid == ownPID && !judgingOwnThreads {
                 files.appendChildren(of: ownThread, to: &queue)
                 continue
             }
@@ -302,7 +315,7 @@ final class ProcessWatch {
             let judging = countingRuns && !ignored.contains(pid)
             if judging {
                 // Counts not read afresh above: the count of the last look that found the thread off the CPU.
-                for thread in process.threads where thread.freshAtLook != lookNumber {
+                for thread in process.threads where thread.freshAtLook != lookNumber && thread.tid != lookingThread {
                     if let runs = thread.quietRuns {
                         thread.runs = runs
                         continue
@@ -338,11 +351,12 @@ final class ProcessWatch {
                 if process.listThreads() && judging { complete = false }
             }
             for thread in process.threads {
-                if judging { judged.append(thread) }
+                let judged = judging && thread.tid != lookingThread
+                if judged { self.judged.append(thread) }
                 // Only a count read while the thread was off the CPU dates a children list: a count read while it
                 // ran (found running above, or never read: a thread just listed) is the one it keeps while it forks
                 // and blocks, so a list read under that count is read again next time.
-                let offCPU = judging && (thread.freshAtLook == lookNumber ? thread.blockedSinceRuns == thread.runs
+                let offCPU = judged && (thread.freshAtLook == lookNumber ? thread.blockedSinceRuns == thread.runs
                                                                           : thread.quietRuns == thread.runs)
                 if offCPU && thread.childrenRuns == thread.runs && thread.childrenEpoch == childrenEpoch
                     && !thread.children.contains(where: { (watched[$0]?.ranAt ?? 0) > thread.childrenReadAt }) {

@@ -92,10 +92,14 @@ final class SessionScheduler: @unchecked Sendable {
     private let ownProcessIsInside: Bool
 
     /// A scheduler for `session` watching `roots()` and their descendants.
+    /// In a process that is itself on the session (a test's own process under
+    /// TimeControlKitTesting's trait), its own threads are watched too, all but
+    /// the scheduler's: the test's own sleeps and timers are the session's waits.
     init(session: TimeSession, roots: @escaping () -> [Int32], ownProcessIsInside: Bool = false) {
         self.session = session
         self.ownProcessIsInside = ownProcessIsInside
-        self.watch = ProcessWatch(roots: roots)
+        let ownPID = getpid()
+        self.watch = ProcessWatch(roots: roots, judgingOwnThreads: session.mapping.registeredProcesses().contains { $0.pid == ownPID })
         waitTable = session.mapping.makeWaitTableBuffer()
         session.mapping.startWatchingWaits()
     }

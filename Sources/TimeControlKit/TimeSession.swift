@@ -45,6 +45,13 @@ public final class TimeSession: Sendable {
     deinit {
         sleeper.stop()
         end()
+        // A named session's spawned processes live as long as this object too, not as long as their handles.
+        killSpawnedGroups()
+    }
+
+    /// Kills the process group of every process ``spawn(_:_:environment:workingDirectory:)`` started.
+    func killSpawnedGroups() {
+        for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
     }
 
     /// The session of the running test, given by the `.timeSession()` trait
@@ -61,7 +68,7 @@ public final class TimeSession: Sendable {
     public func end() {
         guard isTemporary, !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = Self.liveTemporary.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
-        for group in spawnedGroups.withLock({ $0 }) { kill(-group, SIGKILL) }
+        killSpawnedGroups()
         for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
         mapping.markRemoved()
         unlink(segmentPath)
@@ -257,6 +264,21 @@ public final class TimeSession: Sendable {
     /// A `Clock` on this session's timeline, for code in this process.
     public var clock: SessionClock { SessionClock(session: self) }
 
+    /// The session's wall clock, for code under test that is handed its
+    /// notion of "now" (a `now: Date` property, a `() -> Date` provider):
+    /// the wall-clock counterpart of ``clock``. ``SessionWallClock/now`` is
+    /// ``date``, read afresh at every call.
+    ///
+    /// ```swift
+    /// let cache = TokenCache(now: { session.wallClock.now })
+    /// try session.advance(by: .seconds(3600))   // the cache's tokens are an hour older
+    /// ```
+    public var wallClock: SessionWallClock { SessionWallClock(session: self) }
+
+    /// ``date`` as a function, for code under test that takes a date
+    /// provider (`var now: @Sendable () -> Date = Date.init`).
+    public var dateProvider: @Sendable () -> Date { { [self] in date } }
+
     // MARK: Processes
 
     /// The variables that attach a process to this session: `LD_PRELOAD`
@@ -284,6 +306,11 @@ public final class TimeSession: Sendable {
     /// `arguments`, attached to this session, in a process group of its own,
     /// its standard output and error captured.
     ///
+    /// The process lives as long as the session object, not as long as the
+    /// handle: `_ = try session.spawn("worker")` leaves it running, and
+    /// ``end()``, or the release of the session object, kills its whole
+    /// process group. Keep the handle to read its output or wait for it.
+    ///
     /// - Parameters:
     ///   - executable: a path, or a program name looked up in `PATH`.
     ///   - arguments: its arguments (not including its name).
@@ -296,8 +323,9 @@ public final class TimeSession: Sendable {
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
         let attachment = try Attachment(session: self)
+        // The trait's own variables (a test's process is started with them) are not passed on.
         var entries = ProcessEnvironment.entries.filter { entry in
-            !environment.keys.contains { entry.hasPrefix($0 + "=") }
+            !environment.keys.contains { entry.hasPrefix($0 + "=") } && !TestProcess.Variable.all.contains { entry.hasPrefix($0 + "=") }
         }
         entries += environment.map { "\($0.key)=\($0.value)" }
         let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))
@@ -507,4 +535,19 @@ public struct SessionPace: Sendable, Hashable {
 
     /// Frozen: every clock stands still.
     public static let frozen = SessionPace(rate: nil)
+}
+
+/// The wall clock of a session (``TimeSession/wallClock``): what
+/// `CLOCK_REALTIME` — `Date()` in an attached process — reads on its timeline.
+public struct SessionWallClock: Sendable {
+    /// The session whose wall clock this is.
+    public let session: TimeSession
+
+    /// The wall clock of `session` (the same as `session.wallClock`).
+    public init(session: TimeSession) {
+        self.session = session
+    }
+
+    /// The session's wall clock now.
+    public var now: Date { session.date }
 }

@@ -1,23 +1,39 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 import Testing
-import TimeControlKit
+@_spi(Testing) import TimeControlKit
 
-/// Gives each test its own temporary `TimeSession`,
-/// reachable as `TimeSession.current` while the test runs, and ends it —
-/// every process it spawned or attached killed, its segment removed — when
-/// the test ends, passed or failed.
+/// Gives each test its own temporary `TimeSession`, reachable as
+/// `TimeSession.current` while the test runs, and runs the test's own code
+/// on it: `Date()`, `clock_gettime`, `ContinuousClock` and
+/// `SuspendingClock`, `Task.sleep`, `DispatchQueue.asyncAfter` and dispatch
+/// timers, `Timer` on a `RunLoop`, `Thread.sleep` — every clock and every
+/// wait of the test, with no change to the code under test. When the test
+/// ends, passed or failed, the session is ended: every process it spawned
+/// or attached killed, its segment removed.
 ///
-/// On a `@Test`, each case of a parameterised test gets its own session; on
-/// a `@Suite`, each test in it (and in its nested suites) does. Tests and
-/// cases running in parallel never share one.
+/// To do that, each test case runs in a process of its own: the runner
+/// starts the test program again, with the shim preloaded and attached to
+/// the case's session, restricted to that one case, waits for it, and
+/// reports its issues as the case's own. The case's body shares no memory
+/// with the runner or with other tests (TimeControlKit's article "Testing
+/// Code That Calls Date()", and docs/swift.md, say what that means for
+/// fixtures, what it costs, and the limits).
+///
+/// On a `@Test`, each case of a parameterised test gets its own session and
+/// process; on a `@Suite`, each test in it (and in its nested suites) does.
+/// Tests and cases running in parallel never share one.
 ///
 /// ```swift
 /// @Test(.timeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)))
 /// func reportIsDated() async throws {
+///     #expect(Date().timeIntervalSince1970 == 1_451_649_600)   // the test's own clock
 ///     let session = try #require(TimeSession.current)
 ///     let date = try session.spawn("date", ["+%s"])
 ///     _ = try await date.waitForExit()
@@ -25,10 +41,29 @@ import TimeControlKit
 /// }
 /// ```
 public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
+    /// Where a test's own code runs, and so which of its clocks follow the session.
+    public enum Isolation: Sendable, Hashable {
+        /// In a process of its own, started for the test case, in which
+        /// every clock and wait is the session's (the default).
+        case ownProcess
+        /// In the runner's process, on real time: only the processes the
+        /// test spawns, and `session.clock`, follow the session. For a test
+        /// that must share memory with the runner; its own `Date()` is real.
+        case runnerProcess
+    }
+
     /// The wall time each session is frozen at; nil for a session at real time, running.
     public let frozenAt: Date?
+    /// Whether a scheduler advances each session whenever the test's process
+    /// and the processes it started are all blocked and one waits on time.
+    public let autoAdvance: Bool
+    /// Where the test's own code runs.
+    public let isolation: Isolation
     /// The directory the sessions are made in.
     public let directory: SessionDirectory
+    /// The runner's guard on a test case's own process, in real time: past
+    /// it the process is killed and an issue recorded. Not the test's time.
+    public let realTimeLimit: Duration
 
     /// Applies to every test of a suite, one session each.
     public var isRecursive: Bool { true }
@@ -38,23 +73,88 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
         testCase == nil ? nil : self
     }
 
-    /// Runs the test case with a session of its own as `TimeSession.current`, then ends the session.
+    /// Runs the test case on a session of its own (in a process of its own,
+    /// unless the isolation says otherwise), then ends the session.
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
-        let session = try TimeSession.temporary(frozenAt: frozenAt, in: directory)
-        defer { session.end() }
-        try await TimeSession.$current.withValue(session) {
-            try await function()
+        if let assignment = TestProcess.assignment {
+            // The process the runner started for one case: run that case's body here, on the session.
+            guard assignment.testID == test.id.description, assignment.caseKey == Self.caseKey(of: testCase) else { return }
+            try await TestCaseProcess.runBody(assignment, function)
+            return
         }
+        switch isolation {
+        case .ownProcess:
+            try await TestCaseProcess(trait: self, test: test, caseKey: Self.caseKey(of: testCase)).run()
+        case .runnerProcess:
+            let session = try TimeSession.temporary(frozenAt: frozenAt, in: directory)
+            defer { session.end() }
+            let scheduler = autoAdvance ? try session.startAutoAdvance() : nil
+            defer { scheduler?.stop() }
+            try await TimeSession.$current.withValue(session) {
+                try await function()
+            }
+            if let failure = scheduler?.failure { Issue.record(failure) }
+        }
+    }
+
+    /// Which case of a test `testCase` is, the same in the runner and in the
+    /// case's own process: the encoded identity of each argument (what
+    /// Swift Testing shows as the case's arguments) and the case's
+    /// discriminator among cases with equal arguments. "-" for a test without arguments.
+    static func caseKey(of testCase: Test.Case?) -> String {
+        guard let testCase, testCase.isParameterized else { return "-" }
+        var parts: [String] = []
+        if let arguments = Self.child("arguments", of: testCase) {
+            for argument in Mirror(reflecting: arguments).children {
+                if let bytes = Self.child("bytes", of: argument.value) as? [UInt8] {
+                    parts.append(bytes.map { String($0, radix: 16) }.joined(separator: "."))
+                } else if let value = Self.child("value", of: argument.value) {
+                    parts.append(String(reflecting: value))
+                }
+            }
+        }
+        if parts.isEmpty { parts.append(String(reflecting: testCase)) }
+        if let discriminator = Self.child("discriminator", of: testCase) { parts.append("#\(discriminator)") }
+        return parts.joined(separator: "|")
+    }
+
+    /// The first descendant labelled `label` (breadth first, a few levels down) of `value`'s reflection.
+    private static func child(_ label: String, of value: Any) -> Any? {
+        var level: [Any] = [value]
+        for _ in 0..<5 {
+            var next: [Any] = []
+            for item in level {
+                for child in Mirror(reflecting: item).children {
+                    if child.label == label { return child.value }
+                    next.append(child.value)
+                }
+            }
+            level = next
+        }
+        return nil
     }
 }
 
 extension Trait where Self == TimeSessionTrait {
-    /// A private session for each test, frozen at `date`; with no date, at real time and running.
+    /// A private session for each test, frozen at `date` (with no date, at
+    /// real time and running), on which the test's own code runs in a
+    /// process of its own.
     /// - Parameters:
     ///   - date: The wall time the session is frozen at; nil leaves it running at real time.
+    ///   - autoAdvance: Whether a scheduler advances the session whenever the
+    ///     test's process and the processes it started are all blocked and
+    ///     one of them waits on time: a `Task.sleep(for: .seconds(60))` in
+    ///     the test returns at once, 60 s later on the session.
+    ///   - isolation: Where the test's own code runs: in a process of its
+    ///     own (the default), or in the runner's, where only spawned processes follow the session.
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
-    public static func timeSession(frozenAt date: Date? = nil, in directory: SessionDirectory = SessionDirectory()) -> Self {
-        TimeSessionTrait(frozenAt: date, directory: directory)
+    ///   - realTimeLimit: The runner's guard on the test's process, in real time.
+    public static func timeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
+                                   isolation: TimeSessionTrait.Isolation = .ownProcess,
+                                   in directory: SessionDirectory = SessionDirectory(),
+                                   realTimeLimit: Duration = .seconds(600)) -> Self {
+        TimeSessionTrait(frozenAt: date, autoAdvance: autoAdvance, isolation: isolation, directory: directory,
+                         realTimeLimit: realTimeLimit)
     }
 }

@@ -225,6 +225,39 @@ struct HarnessTests {
         #expect(result.stdout.contains("counted to 3 in 3 steps, 180.0 seconds of virtual time"))
     }
 
+    @Test("a spawned process lives as long as its session, not its handle")
+    func spawnedProcessOutlivesItsHandle() async throws {
+        try Build.requireShim()
+        let session = try TimeSession.temporary()
+        let pid = try session.spawn("sleep", ["86399.75"]).pid   // the handle is released at once
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(ProcFS.isLive(pid: pid), "sleep \(pid) was killed with its handle")
+        session.end()
+        #expect(TimeSessionTraitCleanupTests().hasEnded(pid, within: 30), "sleep \(pid) outlived its session")
+
+        // A named session's too: its processes end when the session object is released.
+        let sandbox = try Sandbox()
+        var named: TimeSession? = try TimeSession.create(named: "outlives-handle", in: sandbox.sessions)
+        let namedPID = try named!.spawn("sleep", ["86399.75"]).pid
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(ProcFS.isLive(pid: namedPID))
+        named = nil
+        #expect(TimeSessionTraitCleanupTests().hasEnded(namedPID, within: 30), "sleep \(namedPID) outlived its session object")
+        try TimeSession.removeUnchecked(named: "outlives-handle", in: sandbox.sessions)
+    }
+
+    @Test("session.wallClock and session.dateProvider read the session's wall clock")
+    func wallClockAndDateProvider() throws {
+        let session = try TimeSession.temporary(frozenAt: Self.start)
+        let wallClock = session.wallClock
+        let now = session.dateProvider
+        #expect(wallClock.now == Self.start && now() == Self.start)
+        try session.advance(by: .seconds(3600))
+        #expect(wallClock.now == Self.start.addingTimeInterval(3600) && now() == Self.start.addingTimeInterval(3600))
+        try session.setWallClock(to: Date(timeIntervalSince1970: 1_000_000_000))
+        #expect(now().timeIntervalSince1970 == 1_000_000_000)
+    }
+
     @Test("spawn refuses what it cannot control and what does not exist")
     func spawnRefusals() throws {
         let session = try TimeSession.temporary()

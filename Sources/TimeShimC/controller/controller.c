@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "timectl_controller.h"
 #include "timectl_segment.h"
+#include "timectl_realclock.h"
 
 __attribute__((section(".note.timectl.controller"), aligned(4), used))
 static const struct {
@@ -31,6 +32,8 @@ int tc_pidfd_open(int pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
+int tc_gettid(void) { return (int)tc_raw_syscall(SYS_gettid, 0); }
+
 int tc_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
 }
@@ -39,8 +42,11 @@ long tc_proc_pread(int fd, void *buffer, size_t count) {
     return syscall(SYS_pread64, fd, buffer, count, 0L);
 }
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
+#include "timectl_realclock.h"
 
 uint32_t *tc_generation_word(struct tc_segment *segment) { return &segment->generation; }
 
@@ -52,14 +58,33 @@ int32_t tc_word_load_i32(const int32_t *word) { return __atomic_load_n(word, __A
 
 uint64_t tc_word_load_u64(const uint64_t *word) { return __atomic_load_n(word, __ATOMIC_ACQUIRE); }
 
+/* The futex calls below, the sleep and the poll are made raw, never through libc's syscall(), nanosleep or poll:
+   in a test's own process, which runs with the shim preloaded (TimeControlKitTesting), libc's would be the
+   shim's and wait on the session's time, where the library's own pauses and guards must be real. */
 void tc_word_poke(uint32_t *word) {
     __atomic_fetch_add(word, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+    tc_raw_syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns) {
     struct timespec timeout = {timeout_ns / 1000000000, timeout_ns % 1000000000};
-    syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, timeout_ns < 0 ? NULL : &timeout, NULL, 0);
+    tc_raw_syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, value, timeout_ns < 0 ? NULL : &timeout, NULL, 0);
+}
+
+void tc_real_sleep_ns(int64_t nanoseconds) {
+    if (nanoseconds <= 0) return;
+    struct timespec pause = {nanoseconds / 1000000000, nanoseconds % 1000000000};
+    while (tc_raw_syscall(SYS_nanosleep, &pause, &pause) == -EINTR) {}
+}
+
+int tc_real_poll(struct pollfd *fds, unsigned long count, int timeout_ms) {
+    struct timespec timeout = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+    long result = tc_raw_syscall(SYS_ppoll, fds, count, timeout_ms < 0 ? NULL : &timeout, NULL, 8);
+    if (result < 0) {
+        errno = (int)-result;
+        return -1;
+    }
+    return (int)result;
 }
 
 #include <sched.h>

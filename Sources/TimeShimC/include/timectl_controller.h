@@ -2,6 +2,7 @@
 #ifndef TIMECTL_CONTROLLER_H
 #define TIMECTL_CONTROLLER_H
 
+#include <poll.h>
 #include <spawn.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,9 @@ int tc_spawn_file_actions_addchdir(posix_spawn_file_actions_t *actions, const ch
 
 /* pidfd_open(2) (Linux 5.3): a descriptor that turns readable when `pid` exits; −1 with errno. */
 int tc_pidfd_open(int pid);
+
+/* The calling thread's id. */
+int tc_gettid(void);
 
 /* pipe2(fds, O_CLOEXEC). */
 int tc_pipe_cloexec(int fds[2]);
@@ -32,6 +36,13 @@ uint64_t tc_word_load_u64(const uint64_t *word);
 void tc_word_poke(uint32_t *word);
 /* Blocks while a process-private word holds `value`, at most `timeout_ns` (< 0: no limit). */
 void tc_word_wait(const uint32_t *word, uint32_t value, int64_t timeout_ns);
+
+/* The library's own pauses and waits, on real time even in a process the shim controls (a test's own
+   process under TimeControlKitTesting's trait): raw system calls, never libc's interposed ones. */
+/* Sleeps `nanoseconds` of real time (EINTR resumes the rest). */
+void tc_real_sleep_ns(int64_t nanoseconds);
+/* poll(2) with a real-time timeout in ms (< 0: none), as ppoll; −1 with errno. */
+int tc_real_poll(struct pollfd *fds, unsigned long count, int timeout_ms);
 
 /* How many CPUs the calling thread may run on (at least 1). */
 int tc_usable_cpus(void);

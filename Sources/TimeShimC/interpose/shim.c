@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,6 +97,39 @@ static int notes_mark_controller(const void *notes, uint64_t size, uint64_t alig
 
 /* Controllers are never controlled (see controller/controller.c). */
 static int executable_is_controller(void) { return executable_notes(notes_mark_controller); }
+
+/* Reads a decimal number up to `end` (a ':' or the string's end); 0 when there is none or it overflows. */
+static int read_decimal(const char **text, char end, uint64_t *value) {
+    const char *at = *text;
+    uint64_t result = 0;
+    if (*at < '0' || *at > '9') return 0;
+    for (; *at >= '0' && *at <= '9'; at++) {
+        if (result > (UINT64_MAX - 9) / 10) return 0;
+        result = result * 10 + (uint64_t)(*at - '0');
+    }
+    if (*at != end) return 0;
+    *text = end ? at + 1 : at;
+    *value = result;
+    return 1;
+}
+
+/*
+ * The one exception: a test program (it links TimeControlKit, so it carries
+ * the note) that TimeControlKitTesting's trait starts again to run one test
+ * on that test's session. The trait names the program's file in
+ * TIMECTL_TEST_PROGRAM as "DEVICE:INODE"; only a process running that very
+ * file is controlled, so that timectl or another controller that the test
+ * starts, which inherits the variable, stays on real time, while the test
+ * program started again by the test itself (an exit test) is on the session too.
+ */
+static int executable_is_test_program(void) {
+    const char *marker = getenv("TIMECTL_TEST_PROGRAM");
+    uint64_t device, inode;
+    if (!marker || !read_decimal(&marker, ':', &device) || !read_decimal(&marker, 0, &inode)) return 0;
+    struct stat info;
+    if (tc_raw_syscall(SYS_newfstatat, AT_FDCWD, "/proc/self/exe", &info, 0) != 0) return 0;
+    return (uint64_t)info.st_dev == device && (uint64_t)info.st_ino == inode;
+}
 
 /*
  * A Go program: the same test tc_program_inspect makes on the file before
@@ -204,7 +238,7 @@ static int attach(void) {
     if (!__atomic_load_n(&environ, __ATOMIC_RELAXED)) return TC_SHIM_UNINITIALISED;
     const char *path = getenv("TIMECTL_SEGMENT");
     if (!path) return TC_SHIM_REAL;
-    if (executable_is_controller()) return TC_SHIM_REAL;
+    if (executable_is_controller() && !executable_is_test_program()) return TC_SHIM_REAL;
     if (!*path) {
         refuse("(TIMECTL_SEGMENT)", "is empty", NULL);
         return TC_SHIM_REAL;
