@@ -135,3 +135,15 @@ public enum ProcessEnvironment {
         return result
     }
 }
+
+/// Removes a directory that holds only files (a recording's or a test case's scratch directory), and them.
+func removeFlatDirectory(_ path: String) {
+    if let directory = opendir(path) {
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { unlink(path + "/" + name) }
+        }
+        closedir(directory)
+    }
+    rmdir(path)
+}

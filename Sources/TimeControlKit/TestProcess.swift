@@ -137,14 +137,5 @@ public enum TestProcess {
     }
 
     /// Removes a report directory and the files in it.
-    public static func removeReportDirectory(_ path: String) {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        rmdir(path)
-    }
+    public static func removeReportDirectory(_ path: String) { removeFlatDirectory(path) }
 }

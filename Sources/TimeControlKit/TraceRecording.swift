@@ -102,16 +102,7 @@ struct WorkingDirectory {
         try? Trace.contents(of: path + "/" + name)
     }
 
-    func remove() {
-        if let directory = opendir(path) {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                if name != "." && name != ".." { unlink(path + "/" + name) }
-            }
-            closedir(directory)
-        }
-        rmdir(path)
-    }
+    func remove() { removeFlatDirectory(path) }
 
     /// An environment with no recording or replay of an enclosing run in it.
     static func withoutTraceVariables(_ environment: [String]) -> [String] {
