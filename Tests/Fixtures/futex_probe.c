@@ -9,6 +9,7 @@
  *   waitv     futex_waitv on two words, an absolute CLOCK_MONOTONIC deadline
  *   lockpi    FUTEX_LOCK_PI_PRIVATE on a lock another thread holds, an absolute wall deadline
  *   lockpi2   FUTEX_LOCK_PI2_PRIVATE, the same on an absolute CLOCK_MONOTONIC deadline
+ *   lockpi2rt FUTEX_LOCK_PI2_PRIVATE | FUTEX_CLOCK_REALTIME, on an absolute wall deadline
  *   woken     FUTEX_WAIT_PRIVATE for SECONDS, which another thread wakes at once
  * Prints "waiting KIND" before each wait and "KIND RESULT ELAPSED" after it:
  * RESULT is 0 or the errno name, ELAPSED the virtual CLOCK_MONOTONIC seconds
@@ -100,16 +101,17 @@ static long wait_once(const char *kind, int64_t seconds) {
         struct timespec deadline = in_seconds(CLOCK_MONOTONIC, seconds);
         return syscall(SYS_futex_waitv, waiters, 2, 0, &deadline, CLOCK_MONOTONIC);
     }
-    if (strcmp(kind, "lockpi") == 0 || strcmp(kind, "lockpi2") == 0) {
-        int second = kind[6] == '2';
+    if (strcmp(kind, "lockpi") == 0 || strcmp(kind, "lockpi2") == 0 || strcmp(kind, "lockpi2rt") == 0) {
+        int second = kind[6] == '2', wall = kind[7] == 'r';
         pthread_t holder;
         holder_ready = 0;
         holder_release = 0;
         pthread_create(&holder, NULL, hold_pi_lock, NULL);
         while (!holder_ready) sched_yield();
-        struct timespec deadline = in_seconds(second ? CLOCK_MONOTONIC : CLOCK_REALTIME, seconds);
-        long result = syscall(SYS_futex, &pi_lock, (second ? FUTEX_LOCK_PI2 : FUTEX_LOCK_PI) | FUTEX_PRIVATE_FLAG, 0,
-                              &deadline, NULL, 0);
+        struct timespec deadline = in_seconds(second && !wall ? CLOCK_MONOTONIC : CLOCK_REALTIME, seconds);
+        long result = syscall(SYS_futex, &pi_lock,
+                              (second ? FUTEX_LOCK_PI2 : FUTEX_LOCK_PI) | FUTEX_PRIVATE_FLAG | (wall ? FUTEX_CLOCK_REALTIME : 0),
+                              0, &deadline, NULL, 0);
         int saved = errno;
         __atomic_store_n(&holder_release, 1, __ATOMIC_SEQ_CST);
         syscall(SYS_futex, &holder_release, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);

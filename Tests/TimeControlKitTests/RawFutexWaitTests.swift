@@ -8,10 +8,11 @@ import Testing
 @Suite("Raw futex waits are on the session's timeline")
 struct RawFutexWaitTests {
     /// Every kind the probe makes, and what each must print under auto-advance.
-    static let everyKind = ["relative:3", "absolute:2", "realtime:1", "waitv:2", "lockpi:1", "lockpi2:1", "woken:60"]
+    static let everyKind = ["relative:3", "absolute:2", "realtime:1", "waitv:2", "lockpi:1", "lockpi2:1", "lockpi2rt:1", "woken:60"]
     static let everyResult = ["relative ETIMEDOUT 3.000000000", "absolute ETIMEDOUT 2.000000000",
                               "realtime ETIMEDOUT 1.000000000", "waitv ETIMEDOUT 2.000000000",
-                              "lockpi ETIMEDOUT 1.000000000", "lockpi2 ETIMEDOUT 1.000000000", "woken 0 0.000000000"]
+                              "lockpi ETIMEDOUT 1.000000000", "lockpi2 ETIMEDOUT 1.000000000",
+                              "lockpi2rt ETIMEDOUT 1.000000000", "woken 0 0.000000000"]
 
     /// The lines of `run --auto-advance -- COMMAND` that are a wait's result (not "waiting …").
     static func autoAdvanced(_ sandbox: Sandbox, _ command: [String]) throws -> [String] {

@@ -109,7 +109,8 @@ static long lock_pi(struct tc_segment *segment, uint32_t *word, int op, int vclo
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) {
-            result = kernel_futex(word, (op & ~FUTEX_CMD_MASK) | FUTEX_TRYLOCK_PI, 0, NULL, NULL, 0);
+            /* The kernel takes no clock flag with FUTEX_TRYLOCK_PI (ENOSYS): only the private flag carries over. */
+            result = kernel_futex(word, (op & FUTEX_PRIVATE_FLAG) | FUTEX_TRYLOCK_PI, 0, NULL, NULL, 0);
             if (result == -EAGAIN || result == -EWOULDBLOCK) result = -ETIMEDOUT;
             break;
         }
