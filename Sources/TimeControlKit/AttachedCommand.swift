@@ -101,7 +101,7 @@ public struct AttachedCommand: Sendable {
         /// attached processes alone it could find a deadlock that is not the command's.
         var isRunning: Bool {
             let pid = pid.load(ordering: .acquiring)
-            return pid > 0 && ProcFS.isLive(pid: pid)
+            return pid > 0 && tc_child_is_running(pid) != 0
         }
     }
 

@@ -38,26 +38,41 @@ enum ProcFS {
 
     /// `/proc/PID/task/TID/syscall`; nil when the kernel will not say (another user's process) or it is gone.
     static func systemCall(pid: Int32, tid: Int32) -> SystemCall? {
-        guard let line = text("/proc/\(pid)/task/\(tid)/syscall", limit: 256) else { return nil }
-        return systemCall(parsing: line)
+        let fd = open("/proc/\(pid)/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return systemCall(reading: fd)
     }
 
     /// The same from a descriptor of that file kept open (the kernel makes it anew at each read from offset 0).
+    /// Parsed from the bytes as they come: the scheduler reads it at most steps.
     static func systemCall(reading fd: Int32) -> SystemCall? {
-        var bytes = [UInt8](repeating: 0, count: 256)
-        let count = bytes.withUnsafeMutableBytes { tc_proc_pread(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return systemCall(parsing: String(decoding: bytes[..<count], as: UTF8.self))
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 256) { buffer -> SystemCall? in
+            let count = tc_proc_pread(fd, buffer.baseAddress, buffer.count)
+            guard count > 0 else { return nil }
+            return systemCall(parsing: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
     }
 
-    private static func systemCall(parsing line: String) -> SystemCall? {
-        let fields = line.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard let first = fields.first else { return nil }
-        if first == "running" { return SystemCall(number: -1, arguments: []) }
-        guard let number = Int(first), number >= 0 else { return SystemCall(number: -1, arguments: []) }
-        let arguments = fields.dropFirst().prefix(6).map { UInt64($0.dropFirst(2), radix: 16) ?? 0 }
-        guard arguments.count == 6 else { return nil }
-        return SystemCall(number: number, arguments: arguments)
+    /// "running", or "NR 0xARG1 … 0xARG6 0xSP 0xPC" (NR −1, with SP and PC only, outside a system call).
+    private static func systemCall(parsing line: UnsafeBufferPointer<UInt8>) -> SystemCall? {
+        var at = 0
+        func field() -> Slice<UnsafeBufferPointer<UInt8>>? {
+            while at < line.count && (line[at] == 0x20 || line[at] == 0x0A) { at += 1 }
+            let start = at
+            while at < line.count && line[at] != 0x20 && line[at] != 0x0A { at += 1 }
+            return at > start ? line[start..<at] : nil
+        }
+        guard let first = field() else { return nil }
+        guard let number = Int(decimal: first), number >= 0 else { return SystemCall(number: -1, arguments: []) }
+        var arguments: [UInt64] = []
+        arguments.reserveCapacity(6)
+        while arguments.count < 6, let next = field() {
+            guard next.count > 2, next[next.startIndex] == 0x30, next[next.startIndex + 1] == 0x78,
+                  let value = UInt64(hexadecimal: next.dropFirst(2)) else { return nil }
+            arguments.append(value)
+        }
+        return arguments.count == 6 ? SystemCall(number: number, arguments: arguments) : nil
     }
 
     /// Whether a thread exists and is not a zombie (its `stat` state is neither `Z` nor `X`).
@@ -151,5 +166,40 @@ enum ProcFS {
         let length = readlink(path, &buffer, buffer.count - 1)
         guard length > 0 else { return nil }
         return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+private extension Int {
+    /// A decimal number's ASCII digits, with an optional leading '-' (nil for anything else).
+    init?(decimal digits: Slice<UnsafeBufferPointer<UInt8>>) {
+        var rest = digits[...]
+        let negative = rest.first == 0x2D
+        if negative { rest = rest.dropFirst() }
+        guard !rest.isEmpty, rest.count <= 18 else { return nil }
+        var value = 0
+        for byte in rest {
+            guard byte >= 0x30 && byte <= 0x39 else { return nil }
+            value = value * 10 + Int(byte - 0x30)
+        }
+        self = negative ? -value : value
+    }
+}
+
+private extension UInt64 {
+    /// A hexadecimal number's ASCII digits, lower or upper case (nil for anything else).
+    init?(hexadecimal digits: Slice<UnsafeBufferPointer<UInt8>>) {
+        guard !digits.isEmpty, digits.count <= 16 else { return nil }
+        var value: UInt64 = 0
+        for byte in digits {
+            let digit: UInt8
+            switch byte {
+            case 0x30...0x39: digit = byte - 0x30
+            case 0x61...0x66: digit = byte - 0x61 + 10
+            case 0x41...0x46: digit = byte - 0x41 + 10
+            default: return nil
+            }
+            value = value << 4 | UInt64(digit)
+        }
+        self = value
     }
 }

@@ -163,3 +163,11 @@ int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, u
 #include <sys/prctl.h>
 
 int tc_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+#include <sys/wait.h>
+
+int tc_child_is_running(int pid) {
+    siginfo_t info = {0};
+    long result = syscall(SYS_waitid, P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT, NULL);
+    return result == 0 && info.si_pid == 0;
+}

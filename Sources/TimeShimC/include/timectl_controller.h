@@ -65,4 +65,9 @@ int tc_unix_socket_peers(uint64_t *inodes, uint64_t *peers, uint32_t *states, in
 /* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process. */
 int tc_become_subreaper(void);
 
+/* Whether `pid`, a child of this process, has not exited: one waitid(WNOWAIT) that reaps nothing,
+   cheap enough to ask at every scheduler step (reading its /proc stat is not). 0 once it is a
+   zombie, reaped, or not a child. */
+int tc_child_is_running(int pid);
+
 #endif
