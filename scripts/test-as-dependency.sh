@@ -6,7 +6,8 @@
 # GitHub by version, else by path — and runs its tests:
 # docs/swift.md's harness example, the `.timeSession()` trait with parameterised
 # cases in parallel, `TimeSession.current == nil` without it, the XCTest
-# helper, and a temporary session still held when the test process exits
+# helper and `withTimeSession { }` (the code under test reads the session's
+# time there), and a temporary session still held when the test process exits
 # (it must be ended then: no segment, no process left). The trait puts the
 # test's own code on its session (each case in a process of its own): code
 # under test (a library target of the consumer's) that calls `Date()` reads
@@ -197,6 +198,16 @@ final class XCTestHelperTests: XCTestCase {
         XCTAssertEqual(exit, .exited(0))
         XCTAssertEqual(date.standardOutput, "1451649600\n")
     }
+
+    // The XCTest counterpart of the trait: the test's own code, and the code under test, on a session.
+    func testCodeUnderTestReadsTheSessionsTime() throws {
+        try withTimeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)) { session in
+            XCTAssertEqual(currentStamp(), 1_451_649_600)
+            try session.advance(by: .seconds(7200))
+            XCTAssertEqual(currentStamp(), 1_451_656_800)
+        }
+        XCTAssertLessThan(abs(currentStamp() - Double(time(nil))), 2)
+    }
 }
 SWIFT
 
@@ -211,7 +222,7 @@ grep -q "Test run with 8 tests in 1 suite passed" "$work/test.log" || fail "not 
 # 90 s of the test's own sleeps skipped, every traited case in a process of its own: seconds of real time in all.
 took=$(sed -n 's/.*Test run with 8 tests in 1 suite passed after \([0-9.]*\) seconds.*/\1/p' "$work/test.log")
 awk -v took="$took" 'BEGIN { exit !(took != "" && took < 10) }' || fail "the Swift Testing tests took ${took:-?} s of real time (expected under 10)"
-grep -q "Executed 1 test, with 0 failures" "$work/test.log" || fail "the XCTest case did not run: $(tail -20 "$work/test.log")"
+grep -q "Executed 2 tests, with 0 failures" "$work/test.log" || fail "the XCTest cases did not both run and pass: $(tail -20 "$work/test.log")"
 
 shims=("$work"/cache/timectl/shim-*/libTimeShim.so)
 [ ${#shims[@]} -eq 1 ] && [ -f "${shims[0]}" ] || fail "expected one shim built into the cache, found: ${shims[*]}"
