@@ -150,13 +150,37 @@ static inline struct timespec tc_timespec_from_ns(int64_t ns) {
     return ts;
 }
 
-/* A timeout or deadline as the kernel accepts one (tv_sec ≥ 0, 0 ≤ tv_nsec < 10^9) in ns, saturating at
-   INT64_MAX; 0 if the kernel would refuse it with EINVAL. */
+/* Every conversion of a caller's timespec to nanoseconds goes through these: which values the kernel
+   refuses with EINVAL, and where a huge one saturates, are decided once, here. */
+
+/* An instant or span the caller took from a clock (any sign, normalised): exact for ±292 years. */
+static inline int64_t tc_timespec_ns(struct timespec ts) { return (int64_t)ts.tv_sec * TC_NS_PER_SECOND + ts.tv_nsec; }
+
+/* A timeout or a timer value as the kernel accepts one: tv_sec ≥ 0, 0 ≤ tv_nsec < 10^9. */
+static inline int tc_timespec_valid(const struct timespec *ts) {
+    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < TC_NS_PER_SECOND;
+}
+
+/* A valid timeout's nanoseconds, saturating at INT64_MAX (292 years: for ever, to a waiter). */
+static inline int64_t tc_timespec_ns_saturating(const struct timespec *ts) {
+    return ts->tv_sec > (INT64_MAX - ts->tv_nsec) / TC_NS_PER_SECOND ? INT64_MAX
+                                                                     : (int64_t)ts->tv_sec * TC_NS_PER_SECOND + ts->tv_nsec;
+}
+
+/* Both: 0 if the kernel would refuse the timeout with EINVAL. */
 static inline int tc_timespec_to_ns(const struct timespec *ts, int64_t *ns) {
-    if (ts->tv_sec < 0 || ts->tv_nsec < 0 || ts->tv_nsec >= TC_NS_PER_SECOND) return 0;
-    *ns = ts->tv_sec > (INT64_MAX - ts->tv_nsec) / TC_NS_PER_SECOND ? INT64_MAX
-                                                                    : (int64_t)ts->tv_sec * TC_NS_PER_SECOND + ts->tv_nsec;
+    if (!tc_timespec_valid(ts)) return 0;
+    *ns = tc_timespec_ns_saturating(ts);
     return 1;
+}
+
+/* An absolute deadline as glibc's timed waits accept one: only tv_nsec is checked (0 ≤ tv_nsec < 10^9);
+   a negative tv_sec lies before every clock's start, so the wait times out at once. */
+static inline int tc_deadline_valid(const struct timespec *ts) { return ts->tv_nsec >= 0 && ts->tv_nsec < TC_NS_PER_SECOND; }
+
+/* A valid deadline's nanoseconds: INT64_MIN before 1970 (already passed), saturating at INT64_MAX. */
+static inline int64_t tc_deadline_ns(const struct timespec *ts) {
+    return ts->tv_sec < 0 ? INT64_MIN : tc_timespec_ns_saturating(ts);
 }
 
 /* sec/nsec with 0 ≤ nsec < 2·10^9 → a normalised timespec. */
@@ -408,7 +432,7 @@ __attribute__((always_inline)) static inline void tc_segment_read_into(const str
 static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclock) {
     struct timespec value;
     tc_segment_read_into(segment, vclock, &value);
-    return (int64_t)value.tv_sec * TC_NS_PER_SECOND + value.tv_nsec;
+    return tc_timespec_ns(value);
 }
 
 /* The elapsed track's rate in effect (a pending verb's, if one is pending); in segment.c. */

@@ -47,14 +47,14 @@ static int64_t file_time_granularity(void) {
     if (known >= 0) return known;
     struct timespec resolution;
     known = tc_raw_syscall(SYS_clock_getres, CLOCK_REALTIME_COARSE, &resolution) == 0
-                ? (int64_t)resolution.tv_sec * TC_NS_PER_SECOND + resolution.tv_nsec
+                ? tc_timespec_ns(resolution)
                 : 10 * 1000 * 1000;  /* no coarse clock: HZ=100's tick, the longest Linux has */
     __atomic_store_n(&granularity, known, __ATOMIC_RELAXED);
     return known;
 }
 
 static void to_virtual(const struct tc_segment *segment, struct timespec *time) {
-    int64_t real = (int64_t)time->tv_sec * TC_NS_PER_SECOND + time->tv_nsec;
+    int64_t real = tc_timespec_ns(*time);
     *time = tc_timespec_from_ns(tc_file_time_to_virtual(segment, real, file_time_granularity()));
 }
 
@@ -168,7 +168,7 @@ TC_EXPORT int __fxstatat64(int, int, const char *, struct stat *, int) __attribu
 
 static struct timespec to_real(const struct tc_segment *segment, struct timespec time) {
     if (time.tv_nsec == UTIME_NOW || time.tv_nsec == UTIME_OMIT) return time;
-    int64_t virtual_time = (int64_t)time.tv_sec * TC_NS_PER_SECOND + time.tv_nsec;
+    int64_t virtual_time = tc_timespec_ns(time);
     return tc_timespec_from_ns(tc_file_time_to_real(segment, virtual_time));
 }
 

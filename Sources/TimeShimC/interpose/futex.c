@@ -45,7 +45,7 @@ static long wait_with_generation(struct tc_segment *segment, const struct futex_
     all[count] = (struct futex_waitv){generation, (uint64_t)(uintptr_t)&segment->generation, FUTEX2_SIZE_U32, 0};
     struct timespec span = tc_real_timeout(real_ns);
     struct timespec deadline =
-        tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + span.tv_sec * TC_NS_PER_SECOND + span.tv_nsec);
+        tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + tc_timespec_ns(span));
     return tc_raw_syscall(SYS_futex_waitv, all, count + 1, 0, &deadline, CLOCK_MONOTONIC);
 }
 

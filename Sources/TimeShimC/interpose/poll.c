@@ -72,14 +72,6 @@ static int wait_until(struct tc_segment *segment, int kind, int64_t deadline, fd
     return result;
 }
 
-static int64_t timespec_ns(const struct timespec *ts) {
-    if (ts->tv_sec > (INT64_MAX - ts->tv_nsec) / TC_NS_PER_SECOND) return INT64_MAX;
-    return (int64_t)ts->tv_sec * TC_NS_PER_SECOND + ts->tv_nsec;
-}
-
-static int valid_timespec(const struct timespec *ts) {
-    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < TC_NS_PER_SECOND;
-}
 
 /* ---- poll, ppoll ---- */
 
@@ -138,11 +130,11 @@ static int shim_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *t
     if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.ppoll(fds, count, timeout, mask);
-    if (!valid_timespec(timeout)) {
+    if (!tc_timespec_valid(timeout)) {
         errno = EINVAL;
         return -1;
     }
-    return poll_until(segment, fds, count, timespec_ns(timeout), mask);
+    return poll_until(segment, fds, count, tc_timespec_ns_saturating(timeout), mask);
 }
 
 TC_EXPORT int poll(struct pollfd *, nfds_t, int) __attribute__((alias("shim_poll")));
@@ -217,7 +209,7 @@ static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, s
     }
     /* Linux normalises a tv_usec of a million or more rather than refusing it. */
     struct timespec relative = {timeout->tv_sec + timeout->tv_usec / 1000000, (timeout->tv_usec % 1000000) * 1000};
-    int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, timespec_ns(&relative));
+    int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, tc_timespec_ns_saturating(&relative));
     int result = select_until(segment, count, read, write, except, deadline, NULL);
     /* As on Linux, the timeout is updated to the (virtual) time not slept. */
     struct timespec left = left_until(segment, deadline);
@@ -234,11 +226,11 @@ static int pselect_leaving(int count, fd_set *read, fd_set *write, fd_set *excep
     if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.pselect(count, read, write, except, timeout, mask);
-    if (!valid_timespec(timeout) || count < 0) {
+    if (!tc_timespec_valid(timeout) || count < 0) {
         errno = EINVAL;
         return -1;
     }
-    int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, timespec_ns(timeout));
+    int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, tc_timespec_ns_saturating(timeout));
     int result = select_until(segment, count, read, write, except, deadline, mask);
     if (left) *left = left_until(segment, deadline);
     return result;
@@ -305,11 +297,11 @@ static int shim_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capac
     if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.epoll_pwait2(epoll_fd, events, capacity, timeout, mask);
-    if (!valid_timespec(timeout)) {
+    if (!tc_timespec_valid(timeout)) {
         errno = EINVAL;
         return -1;
     }
-    return epoll_until(segment, epoll_fd, events, capacity, timespec_ns(timeout), mask);
+    return epoll_until(segment, epoll_fd, events, capacity, tc_timespec_ns_saturating(timeout), mask);
 }
 
 TC_EXPORT int epoll_wait(int, struct epoll_event *, int, int) __attribute__((alias("shim_epoll_wait")));

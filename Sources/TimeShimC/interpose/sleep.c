@@ -44,22 +44,13 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
     return result;
 }
 
-static int valid_request(const struct timespec *request) {
-    return request->tv_nsec >= 0 && request->tv_nsec < TC_NS_PER_SECOND && request->tv_sec >= 0;
-}
-
-static int64_t request_ns(const struct timespec *request) {
-    if (request->tv_sec > (INT64_MAX - request->tv_nsec) / TC_NS_PER_SECOND) return INT64_MAX;
-    return (int64_t)request->tv_sec * TC_NS_PER_SECOND + request->tv_nsec;
-}
-
 /* clock_nanosleep's contract: 0 or an error number; errno untouched. */
 static int sleep_on(struct tc_segment *segment, int vclock, int flags, const struct timespec *request,
                     struct timespec *remain) {
     if (!request) return EFAULT;  /* as the kernel answers */
-    if (!valid_request(request)) return EINVAL;
+    if (!tc_timespec_valid(request)) return EINVAL;
     if (!(flags & TIMER_ABSTIME)) {
-        int yielded = tc_short_sleep_yield(segment, request_ns(request));
+        int yielded = tc_short_sleep_yield(segment, tc_timespec_ns_saturating(request));
         if (yielded >= 0) {
             if (yielded == EINTR && remain) *remain = *request;  /* no virtual time passed */
             return yielded;
@@ -68,8 +59,8 @@ static int sleep_on(struct tc_segment *segment, int vclock, int flags, const str
     /* A relative wait measures elapsed time whatever its clock (Linux arms relative CLOCK_REALTIME sleeps on
        CLOCK_MONOTONIC): it goes on while the wall clock stands still (freeze --wall) or jumps (set). */
     if (!(flags & TIMER_ABSTIME)) vclock = tc_wait_relative_clock(vclock);
-    int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, request_ns(request))
-                                               : tc_wait_deadline_after(segment, vclock, request_ns(request));
+    int64_t deadline = (flags & TIMER_ABSTIME) ? tc_wait_absolute_deadline(segment, vclock, tc_timespec_ns_saturating(request))
+                                               : tc_wait_deadline_after(segment, vclock, tc_timespec_ns_saturating(request));
     int64_t left = 0;
     int result = sleep_until(segment, vclock, deadline, &left);
     if (result == EINTR && remain && !(flags & TIMER_ABSTIME)) *remain = tc_timespec_from_ns(left);

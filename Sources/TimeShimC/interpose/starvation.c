@@ -139,7 +139,7 @@ long tc_runtime_backoff_futex(long word, long op, long expected, long timeout) {
     process = tc_real_ns(CLOCK_PROCESS_CPUTIME_ID) - process;
     /* The back-off's own length, not the real time it took: on a loaded machine a 100 µs wait can take
        milliseconds, the running goroutine getting no more of them than the waiter. */
-    if ((process - thread) * TC_BACKOFF_OTHERS_RAN >= length->tv_sec * (int64_t)TC_NS_PER_SECOND + length->tv_nsec)
+    if ((process - thread) * TC_BACKOFF_OTHERS_RAN >= tc_timespec_ns(*length))
         creep_from(segment, TC_VCLOCK_MONOTONIC, &seen);
     return result;
 }

@@ -18,20 +18,12 @@
 #include <errno.h>
 #include <string.h>
 
-static int valid_abstime(const struct timespec *abstime) {
-    return abstime && abstime->tv_nsec >= 0 && abstime->tv_nsec < TC_NS_PER_SECOND;
-}
-
-static int64_t abstime_ns(const struct timespec *abstime) {
-    if (abstime->tv_sec < 0) return INT64_MIN;
-    if (abstime->tv_sec > (INT64_MAX - abstime->tv_nsec) / TC_NS_PER_SECOND) return INT64_MAX;
-    return (int64_t)abstime->tv_sec * TC_NS_PER_SECOND + abstime->tv_nsec;
-}
+static int valid_abstime(const struct timespec *abstime) { return abstime && tc_deadline_valid(abstime); }
 
 /* An absolute CLOCK_MONOTONIC deadline `real_ns` from now. */
 static struct timespec real_deadline(int64_t real_ns) {
     struct timespec timeout = tc_real_timeout(real_ns);
-    return tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + timeout.tv_sec * TC_NS_PER_SECOND + timeout.tv_nsec);
+    return tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + tc_timespec_ns(timeout));
 }
 
 /* ---- condition variables ---- */
@@ -107,7 +99,7 @@ static int shim_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mu
     int vclock = tc_vclock_for_clockid(clock);
     if (!segment || vclock < 0) return tc_real.pthread_cond_clockwait(cond, mutex, clock, abstime);
     if (!valid_abstime(abstime)) return EINVAL;
-    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
+    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 static int shim_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *abstime) {
@@ -115,7 +107,7 @@ static int shim_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mu
     if (!segment) return tc_real.pthread_cond_timedwait(cond, mutex, abstime);
     if (!valid_abstime(abstime)) return EINVAL;
     int vclock = tc_vclock_for_clockid(cond_clock(cond));
-    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
+    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 TC_EXPORT int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
@@ -173,7 +165,7 @@ static int shim_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec
         errno = EINVAL;
         return -1;
     }
-    return sem_wait_until(segment, sem, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
+    return sem_wait_until(segment, sem, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 static int shim_sem_timedwait(sem_t *sem, const struct timespec *abstime) {
@@ -209,7 +201,7 @@ static int shim_pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock,
     int vclock = tc_vclock_for_clockid(clock);
     if (!segment || vclock < 0) return tc_real.pthread_mutex_clocklock(mutex, clock, abstime);
     if (!valid_abstime(abstime)) return pthread_mutex_trylock(mutex) == 0 ? 0 : EINVAL;
-    return mutex_lock_until(segment, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, abstime_ns(abstime)));
+    return mutex_lock_until(segment, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 static int shim_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime) {

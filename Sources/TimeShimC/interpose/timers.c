@@ -125,11 +125,6 @@ static struct vtimer *find_itimer(void) {
     return NULL;
 }
 
-static int64_t timespec_ns(struct timespec ts) { return (int64_t)ts.tv_sec * TC_NS_PER_SECOND + ts.tv_nsec; }
-
-static int timespec_valid(struct timespec ts) {
-    return ts.tv_sec >= 0 && ts.tv_nsec >= 0 && ts.tv_nsec < TC_NS_PER_SECOND;
-}
 
 /* The time left and the interval, as timer_gettime reports them (virtual). Caller holds the lock. */
 static struct itimerspec current_setting(struct tc_segment *segment, const struct vtimer *timer) {
@@ -159,13 +154,13 @@ static void disarm(struct vtimer *timer) {
 static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int absolute,
                 const struct itimerspec *setting) {
     disarm(timer);
-    int64_t value = timespec_ns(setting->it_value);
+    int64_t value = tc_timespec_ns_saturating(&setting->it_value);
     if (value == 0) return;
     /* A relative timer (and its interval) measures elapsed time, as Linux arms relative CLOCK_REALTIME timers. */
     timer->armed_vclock = absolute ? timer->vclock : tc_wait_relative_clock(timer->vclock);
     timer->deadline = absolute ? tc_wait_absolute_deadline(segment, timer->armed_vclock, value)
                                : tc_wait_deadline_after(segment, timer->armed_vclock, value);
-    timer->interval = timespec_ns(setting->it_interval);
+    timer->interval = tc_timespec_ns_saturating(&setting->it_interval);
     timer->overrun = 0;
     timer->queued_overrun = 0;
     timer->armed = 1;
@@ -428,7 +423,7 @@ static int shim_timerfd_settime(int fd, int flags, const struct itimerspec *sett
         unlock_table(&saved);
         return tc_real.timerfd_settime(fd, flags, setting, old);
     }
-    if (!setting || !timespec_valid(setting->it_value) || !timespec_valid(setting->it_interval) ||
+    if (!setting || !tc_timespec_valid(&setting->it_value) || !tc_timespec_valid(&setting->it_interval) ||
         (flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET))) {
         unlock_table(&saved);
         errno = setting ? EINVAL : EFAULT;
@@ -538,7 +533,7 @@ static int shim_timer_settime(timer_t id, int flags, const struct itimerspec *se
         unlock_table(&saved);
         return tc_real.timer_settime(id, flags, setting, old);
     }
-    if (!setting || !timespec_valid(setting->it_value) || !timespec_valid(setting->it_interval)) {
+    if (!setting || !tc_timespec_valid(&setting->it_value) || !tc_timespec_valid(&setting->it_interval)) {
         unlock_table(&saved);
         errno = setting ? EINVAL : EFAULT;
         return -1;

@@ -149,7 +149,7 @@ lost:
 }
 
 void tc_trace_record_reading(int call, clockid_t clock, int vclock, const struct timespec *value) {
-    record_event(TC_EVENT_READ, (uint32_t)call, clock, vclock, (int64_t)value->tv_sec * TC_NS_PER_SECOND + value->tv_nsec);
+    record_event(TC_EVENT_READ, (uint32_t)call, clock, vclock, tc_timespec_ns(*value));
 }
 
 void tc_trace_record_wall_set(int call, int64_t wall) {

@@ -445,7 +445,7 @@ static void go_diverge(uint32_t reason, uint64_t number, int call, clockid_t clo
 }
 
 static void go_replay_reading(int call, clockid_t clock, int vclock, struct timespec *value) {
-    int64_t session_now = (int64_t)value->tv_sec * TC_NS_PER_SECOND + value->tv_nsec;
+    int64_t session_now = tc_timespec_ns(*value);
     struct replay_thread *state = current_thread();
     int64_t pending = NO_VALUE;
     if (state) {
