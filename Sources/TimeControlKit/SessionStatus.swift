@@ -198,13 +198,10 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
 
     /// When a live (not zombie) process started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
     static func startTicks(of pid: Int32) -> Int64? {
-        guard let stat = readProcFile(pid: pid, name: "stat"),
-              let afterName = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after "(comm)": state is the first, starttime the 20th.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
-        return Int64(fields[19])
+        var state: CChar = 0
+        let ticks = tc_proc_start_ticks(pid, &state)
+        guard ticks != 0, state != CChar(UInt8(ascii: "Z")), state != CChar(UInt8(ascii: "X")) else { return nil }
+        return Int64(ticks)
     }
 
     private static func readProcFile(pid: Int32, name: String) -> String? {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "timectl_segment_io.h"
 #include "timectl_filetimes.h"
+#include "timectl_procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -596,30 +597,6 @@ int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, str
 
 /* ---- the writer lock ---- */
 
-/* The start time of a process in clock ticks after boot (field 22 of /proc/PID/stat); 0 if it is gone. */
-static uint64_t process_start_time(int32_t pid) {
-    char path[32] = "/proc/", digits[12], buffer[1024];
-    int count = 0;
-    for (uint32_t rest = (uint32_t)pid; count == 0 || rest; rest /= 10) digits[count++] = (char)('0' + rest % 10);
-    size_t at = strlen(path);
-    while (count) path[at++] = digits[--count];
-    memcpy(path + at, "/stat", 6);
-    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return 0;
-    long length = tc_raw_syscall(SYS_read, fd, buffer, sizeof(buffer) - 1);
-    tc_raw_syscall(SYS_close, fd);
-    if (length <= 0) return 0;
-    buffer[length] = 0;
-    const char *field = strrchr(buffer, ')');
-    if (!field) return 0;
-    /* Field 2 ends at the last ')'; field 22 is 20 fields further. */
-    for (int n = 0; n < 20 && field; n++) field = strchr(field + 1, ' ');
-    if (!field) return 0;
-    uint64_t ticks = 0;
-    for (field++; *field >= '0' && *field <= '9'; field++) ticks = ticks * 10 + (uint64_t)(*field - '0');
-    return ticks;
-}
-
 static int32_t lock_owner_pid(uint64_t owner) { return (int32_t)(owner & 0xffffffffu); }
 static uint32_t lock_owner_started(uint64_t owner) { return (uint32_t)(owner >> 32); }
 
@@ -629,7 +606,7 @@ static uint64_t own_lock_word(void) {
     int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
     uint64_t word = __atomic_load_n(&cached, __ATOMIC_RELAXED);
     if (lock_owner_pid(word) != pid) {
-        uint64_t started = process_start_time(pid);
+        uint64_t started = tc_proc_start_ticks(pid, NULL);
         word = tc_lock_owner(pid, started ? started : 1);
         __atomic_store_n(&cached, word, __ATOMIC_RELAXED);
     }
@@ -640,7 +617,7 @@ static uint64_t own_lock_word(void) {
 static int lock_owner_gone(uint64_t owner) {
     int32_t pid = lock_owner_pid(owner);
     if (tc_raw_syscall(SYS_kill, pid, 0) == -ESRCH) return 1;
-    uint64_t started = process_start_time(pid);
+    uint64_t started = tc_proc_start_ticks(pid, NULL);
     return started != 0 && (uint32_t)started != lock_owner_started(owner);
 }
 

@@ -9,3 +9,4 @@
 #include "timectl_trace.h"
 #include "timectl_run.h"
 #include "timectl_program.h"
+#include "timectl_procfs.h"

@@ -16,6 +16,7 @@
  */
 #define _GNU_SOURCE
 #include "trace_registry.h"
+#include "timectl_procfs.h"
 #include "real.h"
 #include "shim.h"
 #include "static_program.h"
@@ -75,27 +76,6 @@ void *tc_trace_map_file(const char *path, int writable, uint64_t minimum, uint64
     return map;
 }
 
-/* Field 22 of /proc/PID/stat: when the process started, which an exec does not change. */
-static uint64_t start_ticks(int32_t pid) {
-    struct tc_text path = {.length = 0};
-    tc_text_append(&path, "/proc/");
-    tc_text_append_number(&path, pid);
-    tc_text_append(&path, "/stat");
-    char stat[1024];
-    long length = read_file(path.text, stat, sizeof(stat) - 1);
-    if (length <= 0) return 0;
-    stat[length] = 0;
-    char *p = strrchr(stat, ')');
-    if (!p) return 0;
-    int field = 2;
-    while (*p && field < 22) {
-        if (*p++ == ' ') field++;
-    }
-    uint64_t ticks = 0;
-    while (*p >= '0' && *p <= '9') ticks = ticks * 10 + (uint64_t)(*p++ - '0');
-    return ticks;
-}
-
 uint32_t tc_trace_own_arguments(char *buffer, size_t size) {
     long length = read_file("/proc/self/cmdline", buffer, size);
     return length > 0 ? (uint32_t)length : 0;
@@ -144,7 +124,7 @@ static uint32_t claim_entry(int32_t pid, uint32_t parent, uint32_t ordinal, uint
 
 int tc_registry_join(void) {
     int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    uint64_t ticks = start_ticks(pid);
+    uint64_t ticks = tc_proc_start_ticks(pid, NULL);
     uint32_t found = find_entry(pid, ticks);
     if (found != TC_NO_ENTRY) {
         tc_registry_own_entry = found;
@@ -152,7 +132,7 @@ int tc_registry_join(void) {
         return 0;
     }
     int32_t parent_pid = (int32_t)tc_raw_syscall(SYS_getppid, 0);
-    uint32_t parent = find_entry(parent_pid, start_ticks(parent_pid));
+    uint32_t parent = find_entry(parent_pid, tc_proc_start_ticks(parent_pid, NULL));
     uint32_t ordinal = parent != TC_NO_ENTRY ? __atomic_add_fetch(&tc_registry_entries[parent].children, 1, __ATOMIC_ACQ_REL)
                                              : __atomic_add_fetch(&tc_registry->roots, 1, __ATOMIC_ACQ_REL);
     tc_registry_own_entry = claim_entry(pid, parent != TC_NO_ENTRY ? parent + 1 : 0, ordinal, ticks);
@@ -260,7 +240,7 @@ void tc_registry_before_fork(void) {
 void tc_registry_after_fork_in_child(void) {
     uint32_t parent = tc_registry_own_entry;
     int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    tc_registry_own_entry = claim_entry(pid, parent != TC_NO_ENTRY ? parent + 1 : 0, fork_ordinal, start_ticks(pid));
+    tc_registry_own_entry = claim_entry(pid, parent != TC_NO_ENTRY ? parent + 1 : 0, fork_ordinal, tc_proc_start_ticks(pid, NULL));
     tc_registry_own_image = 1;
     threads_numbered = 0;
     /* The forking thread is the child's main thread. */
