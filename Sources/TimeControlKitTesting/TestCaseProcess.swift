@@ -166,7 +166,7 @@ struct TestCaseProcess {
     }
 
     /// The last lines of what the process wrote to standard error (all of it is passed on, above the issue).
-    private static func tail(of text: String) -> String {
+    static func tail(of text: String) -> String {
         let lines = text.split(separator: "\n").suffix(8)
         return lines.isEmpty ? "" : "; the end of its standard error:\n" + lines.joined(separator: "\n")
     }

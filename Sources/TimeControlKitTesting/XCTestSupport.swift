@@ -241,9 +241,9 @@ struct XCTestSessionCall: @unchecked Sendable {
         if let failure = scheduler?.failure { record("The session's auto-advance stopped: \(failure)") }
         let failures = entries.filter { $0.kind == "failure" }.count
         if !TestProcess.caseRan(reportDirectory: report) {
-            record("The test's own process (pid \(child.pid)) \(termination) without reaching this call: it was started as `\(testID)`, which XCTest did not run or which took another path there\(Self.tail(of: errorOutput))")
+            record("The test's own process (pid \(child.pid)) \(termination) without reaching this call: it was started as `\(testID)`, which XCTest did not run or which took another path there\(TestCaseProcess.tail(of: errorOutput))")
         } else if termination != .exited(0) && failures == 0 {
-            record("The test's own process (pid \(child.pid)) \(termination) without reporting a failure\(Self.tail(of: errorOutput))")
+            record("The test's own process (pid \(child.pid)) \(termination) without reporting a failure\(TestCaseProcess.tail(of: errorOutput))")
         }
         if let skip = entries.first(where: { $0.kind == "skip" }) { throw XCTSkip(skip.description) }
     }
@@ -264,11 +264,6 @@ struct XCTestSessionCall: @unchecked Sendable {
         let errorOutput = child.standardError
         if !errorOutput.isEmpty { FileHandle.standardError.write(Data(errorOutput.utf8)) }
         return errorOutput
-    }
-
-    private static func tail(of text: String) -> String {
-        let lines = text.split(separator: "\n").suffix(8)
-        return lines.isEmpty ? "" : "; the end of its standard error:\n" + lines.joined(separator: "\n")
     }
 }
 
