@@ -53,7 +53,7 @@ struct Daemon: ParsableCommand {
             attached to it is blocked and one of them waits on virtual time, advances exactly to \
             the earliest deadline. Runs in the foreground until SIGINT, SIGTERM or SIGHUP, or \
             'timectl daemon --stop' from another shell; then prints what it did and exits 0, \
-            leaving the session as it stands. Exits 1 if its loop guard finds a process that \
+            the session running again as it did before the daemon froze it. Exits 1 if its loop guard finds a process that \
             keeps re-arming a 0 s timer. A session has at most one scheduler at a time.
             """)
 
@@ -80,12 +80,15 @@ struct Daemon: ParsableCommand {
         for signal in [SIGINT, SIGTERM, SIGHUP] { sigaddset(&stopSignals, signal) }
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         let ownPID = getpid()
+        let pace = session.pace
         let scheduler = try session.startDaemon(keepRate: keepRate, maxSteps: nil,
                                                 onStuck: { Main.report(line: $0.description) },
                                                 onFailure: { _ in kill(ownPID, SIGTERM) })
         var received: Int32 = 0
         sigwait(&stopSignals, &received)
         let report = scheduler.stop()
+        // The scheduler froze the session: the shells that drive it get back the clock they had.
+        if !keepRate { Run.resume(session, at: pace) }
         if let failure = scheduler.failure { throw failure }
         Main.report(line: "daemon for session '\(session.name)' stopped: \(report)")
     }

@@ -350,6 +350,31 @@ struct AutoAdvanceTests {
         #expect(again.stderr == "timectl: session 'shared' has no scheduler running\n")
     }
 
+    @Test("a session that ran before timectl daemon runs again once the daemon stops, from where it left the clocks")
+    func daemonGivesBackARunningSession() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let session = try sandbox.session("shells")
+        #expect(!session.isFrozen)
+        let daemon = try AttachedRun(sandbox, timectl: ["--session", "shells", "daemon"])
+        let deadline = Date().addingTimeInterval(30)
+        while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
+        #expect(session.schedulerProcess != nil)
+        #expect(session.isFrozen, "the daemon freezes the session while it runs")
+        let before = session.monotonicNanoseconds
+        let worker = try sandbox.timectl("--session", "shells", "run", "--", "sleep", "3600")
+        #expect(worker.status == 0, "\(worker)")
+        let stop = try sandbox.timectl("--session", "shells", "daemon", "--stop")
+        #expect(stop.status == 0, "\(stop)")
+        #expect(daemon.exitStatus() == 0)
+        #expect(!session.isFrozen, "\(daemon.errorOutput)")
+        #expect(session.pace.rate == .realTime)
+        #expect(session.monotonicNanoseconds - before >= 3_600_000_000_000, "from where the daemon left the clocks: an hour on")
+        let first = session.monotonicNanoseconds
+        usleep(20_000)
+        #expect(session.monotonicNanoseconds > first, "the session's clocks run again")
+    }
+
     @Test("daemon --stop signals only a daemon: a command's scheduler is refused, and its command runs on")
     func stopOnlyStopsDaemons() throws {
         let (sandbox, session) = try Sandbox.frozenSession("owned")
