@@ -223,10 +223,14 @@ public struct AttachedCommand: Sendable {
                     continue
                 }
             } else {
-                signal = sigwaitinfo(&waited, &info)
+                // SIGCHLD is sent to the process: another of its threads that does not block it (a test
+                // runner's, Foundation's) may take it first, leaving this loop waiting beside a zombie. So
+                // the children are looked at every 100 ms whatever comes.
+                var poll = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+                signal = sigtimedwait(&waited, &info, &poll)
             }
-            if signal < 0 { continue }  // EINTR
-            if signal == SIGCHLD {
+            if signal < 0 && errno != EAGAIN { continue }  // EINTR
+            if signal == SIGCHLD || signal < 0 {
                 // One loop for the child and adopted orphans alike, so the child's status is never reaped away.
                 var status: Int32 = 0
                 while case let reaped = waitpid(reapAdopted ? -1 : child, &status, WNOHANG), reaped > 0 {
