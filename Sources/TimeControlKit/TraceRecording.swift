@@ -65,13 +65,34 @@ public enum TraceRecorder {
 struct WorkingDirectory {
     let path: String
 
+    /// Named `.timectl-PURPOSE-PID-STARTTICKS-XXXXXX` after the process that made it: one left by a
+    /// timectl that was killed (SIGKILL gives it no chance to remove it) is removed by the next one
+    /// made beside it, once no process of that pid and start time runs.
     static func create(beside file: String, purpose: String) throws(TimeControlError) -> WorkingDirectory {
         let parent = Attachment.parent(of: file.hasPrefix("/") ? file : Attachment.currentDirectory() + "/" + file)
-        var template = Array("\(parent)/.timectl-\(purpose)-XXXXXX".utf8CString)
+        removeAbandoned(in: parent)
+        let pid = getpid()
+        var template = Array("\(parent)/.timectl-\(purpose)-\(pid)-\(tc_proc_start_ticks(pid, nil))-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw .system(call: "mkdtemp", path: parent, errno: Errno(rawValue: errno))
         }
         return WorkingDirectory(path: String(cString: made))
+    }
+
+    /// Removes the working directories in `parent` whose maker no longer runs.
+    private static func removeAbandoned(in parent: String) {
+        guard let directory = opendir(parent) else { return }
+        var abandoned: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(".timectl-") else { continue }
+            let parts = name.split(separator: "-")
+            // "", "timectl"… split on "-": [".timectl", PURPOSE, PID, STARTTICKS, RANDOM]
+            guard parts.count == 5, let pid = Int32(parts[2]), let started = UInt64(parts[3]) else { continue }
+            if tc_proc_start_ticks(pid, nil) != started { abandoned.append(parent + "/" + name) }
+        }
+        closedir(directory)
+        abandoned.forEach(removeFlatDirectory)
     }
 
     /// An empty registry: the shims claim its entries as they attach.

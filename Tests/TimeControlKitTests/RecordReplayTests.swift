@@ -336,6 +336,27 @@ struct RecordReplayTests {
         #expect(text.stdout.contains("readings    12: CLOCK_MONOTONIC 6, CLOCK_REALTIME 6\n"), "\(text.stdout)")
     }
 
+    @Test("a recording's working directory left by a killed timectl is removed by the next record; a live one is kept")
+    func abandonedWorkingDirectories() throws {
+        let sandbox = try sandbox()
+        #expect(try sandbox.timectl("--session", "s", "freeze", "@1451649600").status == 0)
+        // Made by a process that is gone (no pid is that high), and by one that runs (this test process).
+        let ownTicks = tc_proc_start_ticks(getpid(), nil)
+        let abandoned = sandbox.directory + "/.timectl-recording-\(Int32.max)-12345-AbCdEf"
+        let live = sandbox.directory + "/.timectl-replay-\(getpid())-\(ownTicks)-GhIjKl"
+        for directory in [abandoned, live] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            FileManager.default.createFile(atPath: directory + "/registry", contents: Data(count: 4096))
+        }
+        let trace = sandbox.directory + "/date.trace"
+        let recorded = try sandbox.timectl("record", "--session", "s", "-o", trace, "date", "+%s")
+        #expect(recorded.status == 0 && recorded.lines == ["1451649600"], "\(recorded)")
+        #expect(!FileManager.default.fileExists(atPath: abandoned))
+        #expect(FileManager.default.fileExists(atPath: live + "/registry"))
+        let left = try FileManager.default.contentsOfDirectory(atPath: sandbox.directory).filter { $0.hasPrefix(".timectl-") }
+        #expect(left == [(live as NSString).lastPathComponent], "the record's own directory is gone too: \(left)")
+    }
+
     @Test("record and replay take the command with or without '--', and an option after the command is the command's")
     func commandWithoutTerminator() throws {
         let sandbox = try sandbox()
