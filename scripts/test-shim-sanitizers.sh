@@ -13,7 +13,7 @@ trap 'rm -rf "$out"' EXIT
 # The shim's sources are those its build compiles (shim-cc-arguments: the lines that are not flags).
 sources=($(cd "$src" && sed -e 's/#.*//' -e '/^[[:space:]]*-/d' -e '/^[[:space:]]*$/d' shim-cc-arguments | while read -r pattern; do
     for file in $pattern; do echo "$src/$file"; done
-done) "$root/Tests/ShimC/shim_test.c")
+done) "$root"/Tests/ShimC/*.c)
 common=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -I "$src/include" -pthread)
 
 echo "== shim tests, no sanitizer"
