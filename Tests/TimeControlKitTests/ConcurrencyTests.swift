@@ -143,7 +143,7 @@ struct ConcurrencyTests {
     func heldReaderAnchorsNoLaterVerb() throws {
         let sandbox = try Sandbox()
         let session = try sandbox.session("held")
-        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c"]))
+        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c", "procfs.c"]))
         let result = try runProgram(fixture, [session.segmentPath], environment: sandbox.environment, guardSeconds: 60)
         #expect(result.status == 0, "\(result)")
         let values = keyedValues(result.stdout)
@@ -186,7 +186,7 @@ struct ConcurrencyTests {
     }
 
     static func writer() throws -> String {
-        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "segment.c"]))
+        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "segment.c", "procfs.c"]))
     }
 
     /// Compiler flags that build a fixture with the shim's shared core files.
