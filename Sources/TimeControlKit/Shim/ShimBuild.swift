@@ -28,8 +28,8 @@ import SystemPackage
 enum ShimBuild {
     /// `Sources/TimeShimC` of the sources this library was compiled from.
     static let sourceDirectory: String = {
-        let thisFile = #filePath
-        let kitDirectory = Attachment.parent(of: thisFile)
+        let thisFile = #filePath  // Sources/TimeControlKit/Shim/ShimBuild.swift
+        let kitDirectory = Attachment.parent(of: Attachment.parent(of: thisFile))
         return Attachment.parent(of: kitDirectory) + "/TimeShimC"
     }()
 
