@@ -166,7 +166,7 @@ struct AttachmentTests {
         let needed = try runProgram("/usr/bin/env", ["readelf", "-d", built], environment: environment)
         let libraries = needed.lines.filter { $0.contains("(NEEDED)") }
         #expect(libraries.count == 1 && libraries[0].hasSuffix("[libc.so.6]"), "\(libraries)")
-        let files = try FileManager.default.contentsOfDirectory(atPath: Attachment.parent(of: built))
+        let files = try FileManager.default.contentsOfDirectory(atPath: FilePaths.parent(of: built))
         #expect(files.filter { !$0.hasPrefix(".") }.sorted() == ["libTimeShim.so", "timectl-static-loader"])
 
         // No C compiler: one line that says what to install.

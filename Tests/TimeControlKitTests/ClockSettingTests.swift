@@ -94,7 +94,7 @@ struct ClockSettingTests {
         try frozenSession(sandbox, "s")
         let session = try sandbox.session("s")
         try guardingHostClock { () throws in
-            let sleeper = try AttachedRun(sandbox, session: "s", ["python3", "-c", """
+            let sleeper = try BackgroundProgram(sandbox, session: "s", ["python3", "-c", """
                 import time
                 m = time.monotonic_ns(); time.sleep(5); print(int(time.time()), time.monotonic_ns() - m)
                 """])

@@ -255,7 +255,7 @@ struct UncontrolledProgramTests {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let path = try program(kind)
-        let directory = Attachment.parent(of: path)
+        let directory = FilePaths.parent(of: path)
         let name = String(path.dropFirst(directory.count + 1))
         #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
         let commands: [[String]] = [

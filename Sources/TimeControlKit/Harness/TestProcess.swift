@@ -85,13 +85,13 @@ public enum TestProcess {
     /// where parallel tests all waiting for the one build would hold every thread.
     @discardableResult
     public static func prepareShim() async throws -> String {
-        try await onOwnThread { try Attachment.locateShim() }
+        try await onOwnThread { try ShimEnvironment.locateShim() }
     }
 
     /// Opens the session of `assignment` (the segment the parent made; it is the parent's to end).
     public static func openSession(_ assignment: Assignment) throws(TimeControlError) -> TimeSession {
         let path = assignment.segmentPath
-        let directory = Attachment.parent(of: path)
+        let directory = FilePaths.parent(of: path)
         var file = Substring(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
         if file.hasSuffix(".seg") { file = file.dropLast(4) }
         return try TimeSession.open(named: String(file), in: SessionDirectory(path: directory))

@@ -110,7 +110,7 @@ final class SessionScheduler: @unchecked Sendable {
 
     /// The session's attached processes and the processes spawned by `session` (the harness's view).
     static func harnessRoots(of session: TimeSession) -> () -> [Int32] {
-        let attached = AttachedPIDs(session: session)
+        let attached = RunningRegisteredPIDs(session: session)
         return { [weak session] in
             guard let session else { return [] }
             return attached.current() + session.spawnedProcessIDs()
@@ -458,14 +458,14 @@ struct LoopGuard {
               let busiest = rises.max(by: { $0.rise < $1.rise }),
               scheduler.watch.look(ignoring: Set(rises.map(\.pid))) != nil
         else { return }
-        throw .livelock(pid: busiest.pid, command: AttachedProcess.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
+        throw .livelock(pid: busiest.pid, command: RunningProcess.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
     }
 }
 
 /// The pids of a session's process table whose processes still run. Each
 /// entry is checked once against a recycled pid (the fuller check reads
 /// /proc), then trusted until the entry changes.
-final class AttachedPIDs {
+final class RunningRegisteredPIDs {
     private struct Entry: Hashable {
         var pid: Int32
         var registered: Int64
@@ -485,7 +485,7 @@ final class AttachedPIDs {
         if rows == lastRows { return lastPIDs }
         var next: [Entry: Bool] = [:]
         for entry in rows {
-            next[entry] = verdicts[entry] ?? (AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
+            next[entry] = verdicts[entry] ?? (RunningProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
         }
         verdicts = next
         lastRows = rows

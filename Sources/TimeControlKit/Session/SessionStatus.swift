@@ -31,7 +31,7 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     /// Number of verbs applied since creation.
     public var verbsApplied: UInt64
     /// The processes attached to the session that still run.
-    public var processes: [AttachedProcess]
+    public var processes: [RunningProcess]
     /// Pending waits and armed timers, earliest first.
     public var waits: [PendingWait]
     /// The attached processes' blocked threads, with what each waits on and on which side of the session.
@@ -168,8 +168,9 @@ extension PendingWait: Codable {
     }
 }
 
-/// A running process attached to a session.
-public struct AttachedProcess: Sendable, Codable, Hashable {
+/// A process that runs now, by pid and name: one attached to a session,
+/// or the one that drives its scheduler.
+public struct RunningProcess: Sendable, Codable, Hashable {
     /// Its process id.
     public var pid: Int32
     /// The process name (`/proc/PID/comm`).
@@ -178,7 +179,7 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
     /// The process, if `pid` still runs and is the one that registered
     /// (not a zombie, not a later process that reused the pid) — and, given
     /// `thread`, if that thread still runs in it.
-    static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> AttachedProcess? {
+    static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> RunningProcess? {
         if thread != 0 && thread != pid && access("/proc/\(pid)/task/\(thread)", F_OK) != 0 { return nil }
         if kill(pid, 0) != 0 && errno == ESRCH { return nil }
         guard let startTicks = startTicks(of: pid) else { return nil }
@@ -188,7 +189,7 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
         if registeredBoottime > 0 && started > registeredBoottime + 1_000_000_000 / max(ticksPerSecond, 1) {
             return nil
         }
-        return AttachedProcess(pid: pid, command: command(of: pid))
+        return RunningProcess(pid: pid, command: command(of: pid))
     }
 
     /// A process's name (`/proc/PID/comm`), or `?` when it is gone.
@@ -218,6 +219,10 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
     }
 }
 
+/// The old name of ``RunningProcess``.
+@available(*, deprecated, renamed: "RunningProcess")
+public typealias AttachedProcess = RunningProcess
+
 /// Process names read once per pid, for a reader that looks at the same
 /// processes again and again (the scheduler, many times a second).
 struct ProcessNames {
@@ -226,7 +231,7 @@ struct ProcessNames {
     mutating func name(of pid: Int32) -> String {
         if let known = names[pid] { return known }
         if names.count > 4096 { names.removeAll() }
-        let name = AttachedProcess.command(of: pid)
+        let name = RunningProcess.command(of: pid)
         names[pid] = name
         return name
     }

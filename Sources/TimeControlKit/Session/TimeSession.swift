@@ -291,9 +291,9 @@ public final class TimeSession: Sendable {
     /// TSan, UBSan) is preloaded before the shim, as it must be; what an
     /// attached process execs later is fixed up by the shim itself.
     public func attachmentEnvironment(for executable: String? = nil) throws(TimeControlError) -> [String: String] {
-        let attachment = try Attachment(session: self)
+        let attachment = try ShimEnvironment(session: self)
         let runtime = try executable.map { (name) throws(TimeControlError) in
-            Attachment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
+            ShimEnvironment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
         } ?? nil
         var variables: [String: String] = [:]
         for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD"), sanitizerRuntime: runtime) {
@@ -322,7 +322,7 @@ public final class TimeSession: Sendable {
     ///   ``TimeControlError/commandNotFound(_:)`` when there is no such program.
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
-        let attachment = try Attachment(session: self)
+        let attachment = try ShimEnvironment(session: self)
         // The trait's own variables (a test's process is started with them) are not passed on.
         var entries = ProcessEnvironment.entries.filter { entry in
             !environment.keys.contains { entry.hasPrefix($0 + "=") } && !TestProcess.Variable.all.contains { entry.hasPrefix($0 + "=") }
@@ -438,7 +438,7 @@ public final class TimeSession: Sendable {
             if look != nil && processes.contains(pid) {
                 if pid != ownPID && thread != 0 && !threads.contains(entry.owner) { return }
                 command = names.name(of: pid)
-            } else if let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) {
+            } else if let process = RunningProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) {
                 command = process.command
             } else {
                 if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
@@ -479,9 +479,9 @@ public final class TimeSession: Sendable {
     }
 
     /// The processes attached to the session that are still running.
-    public func attachedProcesses() -> [AttachedProcess] {
+    public func attachedProcesses() -> [RunningProcess] {
         mapping.registeredProcesses().compactMap { entry in
-            AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered)
+            RunningProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered)
         }.sorted { $0.pid < $1.pid }
     }
 

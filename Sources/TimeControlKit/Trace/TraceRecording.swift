@@ -51,8 +51,8 @@ public enum TraceRecorder {
         let directory = try WorkingDirectory.create(beside: session.segmentPath, purpose: "recording")
         defer { directory.remove() }
         try directory.createRegistry()
-        let attachment = try Attachment(session: session)
-        let status = try AttachedCommand(arguments: command, attachment: attachment)
+        let shimEnvironment = try ShimEnvironment(session: session)
+        let status = try CommandRunner(arguments: command, shimEnvironment: shimEnvironment)
             .run(environment: WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"])
         var summary = try RawRecording(directory: directory).writeTrace(to: output, recordedAt: recordedAt)
         summary.status = status
@@ -66,7 +66,7 @@ struct WorkingDirectory {
     let path: String
 
     static func create(beside file: String, purpose: String) throws(TimeControlError) -> WorkingDirectory {
-        let parent = Attachment.parent(of: file.hasPrefix("/") ? file : Attachment.currentDirectory() + "/" + file)
+        let parent = FilePaths.parent(of: file.hasPrefix("/") ? file : FilePaths.currentDirectory() + "/" + file)
         var template = Array("\(parent)/.timectl-\(purpose)-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
             throw .system(call: "mkdtemp", path: parent, errno: Errno(rawValue: errno))

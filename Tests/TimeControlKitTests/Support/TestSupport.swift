@@ -4,7 +4,7 @@ import Testing
 
 /// Where the build put timectl, the shim and the Swift probe: next to the test runner.
 enum Build {
-    static let binDirectory = Attachment.executableDirectory()
+    static let binDirectory = FilePaths.executableDirectory()
     static let timectl = binDirectory + "/timectl"
     static let shim = binDirectory + "/libTimeShim.so"
     static let swiftProbe = binDirectory + "/timectl-swift-probe"
@@ -189,7 +189,7 @@ final class Sandbox: @unchecked Sendable {
     /// (polled, with a real-time guard against hangs).
     @discardableResult
     func waitForAttached(_ session: TimeSession, guardSeconds: Double = 10,
-                         until condition: ([AttachedProcess]) -> Bool) -> [AttachedProcess] {
+                         until condition: ([RunningProcess]) -> Bool) -> [RunningProcess] {
         let deadline = Date().addingTimeInterval(guardSeconds)
         var attached = session.attachedProcesses()
         while !condition(attached) && Date() < deadline {
@@ -295,7 +295,7 @@ extension Sandbox {
 /// A program running attached to a session in the background, whose output
 /// the test reads as it comes. Every wait here has a real-time guard that
 /// only stops a hang; what the tests assert is virtual time.
-final class AttachedRun: @unchecked Sendable {
+final class BackgroundProgram: @unchecked Sendable {
     let process = Process()
     private let lock = NSLock()
     private var buffer = ""
