@@ -4,80 +4,11 @@ import Glibc
 import TimeShimC
 
 /// The processes a scheduler is responsible for, and whether every one of
-/// their threads is blocked — decided from the kernel's own state of those
-/// threads, never from a real-time guess.
-///
-/// **Which processes.** The `roots` (the session's attached processes, the
-/// processes a harness spawned, `timectl run`'s own process) and everything
-/// descended from them, found through `/proc/PID/task/TID/children`. The
-/// scheduler's own process is a root for its children only: its threads are
-/// never judged, and only its main thread's children are followed — the
-/// thread that spawns the command, and the one the kernel re-parents
-/// orphans to when the process is their subreaper. The exception is a
-/// process that is itself on the session (`judgingOwnThreads`: a test's own
-/// process under TimeControlKitTesting's trait, whose own code waits on the
-/// session): its threads are judged like any others', but for the one that
-/// looks.
-///
-/// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
-/// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
-/// names what it waits in; or that it is dead (`Z`, `X`) and has woken its
-/// parent (a `children` read after the `Z` makes sure of it). A thread in
-/// uninterruptible sleep (`D`: paging in, disk I/O) goes on by itself, so it
-/// counts as running. The state letter alone is not enough: a thread
-/// preempted between marking itself asleep and calling into the scheduler
-/// stays runnable, on the run queue, while `stat` already says `S`; since
-/// Linux 5.16 `wchan` reads `0` for any thread on the run queue (and for a
-/// woken thread that has not run yet). For a process whose wait channel this
-/// user may not read (another user's, a setuid program's), `wchan` always
-/// reads `0`, and the state letter is all there is.
-///
-/// **Quiescent** (one ``look(from:ignoring:)``) means three passes over the
-/// same threads: (1) every thread's run count — the third field of
-/// `/proc/.../schedstat`, which the kernel bumps each time it puts the
-/// thread on a CPU — read while the thread is off the CPU (see below);
-/// (2) every thread blocked; (3) every run count again, unchanged. A thread
-/// off the CPU with a count that then stays the same was never put back on
-/// a CPU, and a thread cannot leave the run queue without running; so each
-/// thread, blocked in pass 2, was off the run queue from the end of pass 1
-/// on: at that instant every thread was blocked, and none ran until pass 3.
-/// Wake-ups are synchronous in the kernel: a thread woken by another is
-/// runnable before its waker blocks again. So any activity — a chain of
-/// wake-ups across processes, a fork, a thread created — shows up as a
-/// running thread or a changed run count.
-///
-/// **A count read off the CPU.** The count counts arrivals on a CPU, not
-/// departures: a thread that was running when its count was read can go on
-/// to wake another thread, fork, and block, all without a new count. So
-/// pass 1 takes a thread's count from the last look whose third pass found
-/// it unchanged (the thread was off the CPU from that look's check on), or
-/// reads it afresh and then checks that the thread is blocked — for a
-/// thread that ran lately, was never read, or that the last step woke. A
-/// fresh count equal to the kept one needs no check: the thread has not
-/// been on a CPU since it was off it. The suspect (below) comes first, and
-/// is checked whatever its count, so a look fails at once if it runs,
-/// usually after a read or two. Then, per process, the number of threads
-/// (the `st_nlink` of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
-/// its process that ran, so an unchanged number with unchanged counts means
-/// the same threads; a changed one makes the look fail after listing them
-/// again. A thread's `children` are read again only when its count is not
-/// the one they were read with (a fork runs the parent) or was not read
-/// while the thread was off the CPU (a thread found running keeps that
-/// count while it forks and blocks: reusing a list read then would miss a
-/// child that has not run yet, and so has not attached itself either), when a process
-/// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
-/// after any watched thread or process went away (its children moved to a
-/// reaper, and the look fails). A thread that was blocked at an earlier
-/// check and has not run since is still in that same wait, or has been
-/// woken and not run yet: its wait channel alone tells which (`0` when
-/// woken), so its check reads only `wchan`, not `stat`; a thread found dead
-/// stays dead. Passes 1 and 2 begin with the *suspect*, the thread that
-/// made the last look fail (or that the last step woke), and pass 2 goes on
-/// with the threads that ran lately, then the quiet ones: a look that fails
-/// usually fails early. Descriptors stay open across looks (the
-/// kernel regenerates a `/proc` file on every read from offset 0), and are
-/// read with the system call itself (not libc's `pread`, a cancellation
-/// point that costs a little more).
+/// their threads is blocked, decided from the kernel's own state of those
+/// threads and never from a real-time guess. docs/scheduler.md explains
+/// which processes, what counts as blocked, why one look makes three passes,
+/// and each shortcut that keeps a look cheap; read it before changing a
+/// pass, since each rests on what the kernel guarantees there.
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -141,7 +72,7 @@ final class ProcessWatch {
         suspect = thread
     }
 
-    /// One look (three passes, see above): every watched thread, or nil as
+    /// One look (three passes, docs/scheduler.md): every watched thread, or nil as
     /// soon as one is running or ran during the look. `ignoring` processes
     /// are still followed to their children, but their threads are not
     /// judged. `from` are the roots to start from (`roots()` by default).
@@ -164,7 +95,7 @@ final class ProcessWatch {
             }
         }
         for process in watched.values {
-            if ignored.contains(process.pid) {  // not counted: taken as having run (see CLONE_PARENT above)
+            if ignored.contains(process.pid) {  // not counted: taken as having run (CLONE_PARENT: docs/scheduler.md, "Children lists")
                 sequence &+= 1
                 process.ranAt = sequence
                 continue
@@ -331,7 +262,7 @@ final class ProcessWatch {
                     }
                 }
             }
-            // After those counts: the number of threads (see "Cheap passes").
+            // After those counts: the number of threads (docs/scheduler.md, "Threads per process").
             guard let threadCount = files.threadCount(process) else {  // gone
                 if process.seenAlive {
                     // It ran to its end since the last walk, and any children it had moved to a reaper
