@@ -5,11 +5,10 @@ import Glibc
 /// Paths as text, without Foundation: the shim's, the loader's, a trace's
 /// directory are worked out before anything is opened.
 enum FilePaths {
+    /// The directory of the running program (where this repository's builds put the shim), or the current one.
     static func executableDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return currentDirectory() }
-        return parent(of: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        guard let executable = ProcFS.ownExecutablePath() else { return currentDirectory() }
+        return parent(of: executable)
     }
 
     static func parent(of path: String) -> String {

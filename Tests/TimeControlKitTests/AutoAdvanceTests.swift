@@ -392,7 +392,7 @@ struct AutoAdvanceTests {
             bystander.waitUntilExit()
         }
         let pid = bystander.processIdentifier
-        let started = UInt64(try #require(RunningProcess.startTicks(of: pid)))
+        let started = UInt64(try #require(ProcFS.startTicks(of: pid)))
         #expect(session.mapping.claimScheduler(pid: pid, started: started + 1, kind: .daemon) == 0)
 
         #expect(session.schedulerProcess == nil)

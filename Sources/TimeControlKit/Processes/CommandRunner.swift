@@ -358,20 +358,8 @@ final class RunProcesses: @unchecked Sendable {
             left = running()
         }
         for pid in left {
-            let line = "timectl: pid \(pid) (\(Self.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
+            let line = "timectl: pid \(pid) (\(ProcFS.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
         }
-    }
-
-    static func commandLine(of pid: Int32) -> String {
-        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "?" }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let got = read(fd, &buffer, buffer.count)
-        guard got > 0 else { return "?" }
-        let words = buffer.prefix(got).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        let text = words.joined(separator: " ")
-        return got == buffer.count ? text + "…" : text
     }
 }

@@ -458,7 +458,7 @@ struct LoopGuard {
               let busiest = rises.max(by: { $0.rise < $1.rise }),
               scheduler.watch.look(ignoring: Set(rises.map(\.pid))) != nil
         else { return }
-        throw .livelock(pid: busiest.pid, command: RunningProcess.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
+        throw .livelock(pid: busiest.pid, command: ProcFS.command(of: busiest.pid) ?? "?", immediateWaits: Int(busiest.rise))
     }
 }
 

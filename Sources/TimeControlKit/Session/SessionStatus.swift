@@ -180,42 +180,16 @@ public struct RunningProcess: Sendable, Codable, Hashable {
     /// (not a zombie, not a later process that reused the pid) — and, given
     /// `thread`, if that thread still runs in it.
     static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> RunningProcess? {
-        if thread != 0 && thread != pid && access("/proc/\(pid)/task/\(thread)", F_OK) != 0 { return nil }
+        if thread != 0 && thread != pid && !ProcFS.threadExists(pid: pid, tid: thread) { return nil }
         if kill(pid, 0) != 0 && errno == ESRCH { return nil }
-        guard let startTicks = startTicks(of: pid) else { return nil }
+        guard let startTicks = ProcFS.startTicks(of: pid) else { return nil }
         let ticksPerSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
         let started = startTicks * (1_000_000_000 / max(ticksPerSecond, 1))
         // One tick of slack: starttime is rounded down to a tick.
         if registeredBoottime > 0 && started > registeredBoottime + 1_000_000_000 / max(ticksPerSecond, 1) {
             return nil
         }
-        return RunningProcess(pid: pid, command: command(of: pid))
-    }
-
-    /// A process's name (`/proc/PID/comm`), or `?` when it is gone.
-    static func command(of pid: Int32) -> String {
-        readProcFile(pid: pid, name: "comm").map { String($0.prefix { $0 != "\n" }) } ?? "?"
-    }
-
-    /// When a live (not zombie) process started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
-    static func startTicks(of pid: Int32) -> Int64? {
-        guard let stat = readProcFile(pid: pid, name: "stat"),
-              let afterName = stat.lastIndex(of: ")")
-        else { return nil }
-        // Fields after "(comm)": state is the first, starttime the 20th.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 19, fields[0] != "Z", fields[0] != "X" else { return nil }
-        return Int64(fields[19])
-    }
-
-    private static func readProcFile(pid: Int32, name: String) -> String? {
-        let fd = open("/proc/\(pid)/\(name)", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        return RunningProcess(pid: pid, command: ProcFS.command(of: pid) ?? "?")
     }
 }
 
@@ -231,7 +205,7 @@ struct ProcessNames {
     mutating func name(of pid: Int32) -> String {
         if let known = names[pid] { return known }
         if names.count > 4096 { names.removeAll() }
-        let name = RunningProcess.command(of: pid)
+        let name = ProcFS.command(of: pid) ?? "?"
         names[pid] = name
         return name
     }
