@@ -57,6 +57,8 @@ final class SessionScheduler: @unchecked Sendable {
     let session: TimeSession
     let watch: ProcessWatch
     private var waitTable: SegmentMapping.WaitTableBuffer
+    /// The threads of the last look, for the reading of the wait table that follows it.
+    private var liveThreads = TimeSession.LiveThreads()
     /// The names of the processes seen waiting, for the step guard's message.
     private var names = ProcessNames()
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
@@ -125,7 +127,12 @@ final class SessionScheduler: @unchecked Sendable {
     func evaluate() -> Evaluation {
         let changes = waitChanges
         guard let look = watch.look() else { return .busy }
-        let waits = session.pendingWaits(seen: look, buffer: &waitTable, names: &names)
+        liveThreads.removeAll()
+        for thread in look.threads { liveThreads.insert(pid: thread.pid, tid: thread.tid) }
+        let reading = session.readWaitTable(knownLive: liveThreads, buffer: &waitTable, names: &names)
+        // Before the check of the wait table's counter below, which a freed slot bumps, as any wait ending does.
+        session.releaseWaits(reading.ownersGone)
+        let waits = reading.waits
         if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
         guard waitChanges == changes else { return .busy }
         let blocked = blockedThreads(look, waits: waits)
