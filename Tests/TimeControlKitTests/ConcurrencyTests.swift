@@ -33,10 +33,7 @@ struct ConcurrencyTests {
     /// every later read torn by −1 s).
     @Test("a reader hammering the clock never sees a torn value")
     func noTornReads() throws {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session("hammer")
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600_000_000_000))
+        let (sandbox, session) = try Sandbox.frozenSession("hammer")
         let hammer = try CFixture.path("clock_hammer")
         let reader = try BackgroundProgram(sandbox, session: "hammer", [hammer, "frozen-ticks", "300", "60", "20000"])
         try #require(reader.line(startingWith: "started", guardSeconds: 60) != nil, "the hammer never started: \(reader.output) \(reader.errorOutput)")

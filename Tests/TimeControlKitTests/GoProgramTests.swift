@@ -34,10 +34,7 @@ struct GoProgramTests {
     static let second: Int64 = 1_000_000_000
 
     func frozenSession(_ name: String) throws -> (Sandbox, TimeSession, [String: String]) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start * Self.second))
+        let (sandbox, session) = try Sandbox.frozenSession(name)  // at Self.start
         let environment = sandbox.environment.merging(try session.attachmentEnvironment()) { $1 }
         return (sandbox, session, environment)
     }

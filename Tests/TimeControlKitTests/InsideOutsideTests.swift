@@ -25,7 +25,7 @@ struct InsideOutsideTests {
     /// `timectl run --auto-advance -- COMMAND`, and the real seconds it took.
     static func autoAdvanced(_ sandbox: Sandbox, _ command: [String]) throws -> (ProcessResult, Double) {
         let start = Date()
-        let result = try sandbox.timectl(["run", "--at", "@1451649600", "--auto-advance", "--"] + command, guardSeconds: 120)
+        let result = try sandbox.runAutoAdvanced(command, guardSeconds: 120)
         return (result, Date().timeIntervalSince(start))
     }
 

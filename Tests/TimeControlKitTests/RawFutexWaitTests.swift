@@ -16,7 +16,7 @@ struct RawFutexWaitTests {
 
     /// The lines of `run --auto-advance -- COMMAND` that are a wait's result (not "waiting …").
     static func autoAdvanced(_ sandbox: Sandbox, _ command: [String]) throws -> [String] {
-        let result = try sandbox.timectl(["run", "--at", "@1451649600", "--auto-advance", "--"] + command, guardSeconds: 120)
+        let result = try sandbox.runAutoAdvanced(command, guardSeconds: 120)
         #expect(result.status == 0, "\(result)")
         return result.lines.filter { !$0.hasPrefix("waiting ") }
     }

@@ -49,7 +49,7 @@ private let launchLock = NSLock()
 /// see its child exit while a process left behind holds one of them.
 func runProgram(_ executable: String, _ arguments: [String], environment: [String: String],
                 input: String? = nil, guardSeconds: Double = 60) throws -> ProcessResult {
-    let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-test-XXXXXX")).map { String(cString: $0) })
+    let scratch = try makeScratchDirectory("timectl-test")
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     if let input { try input.write(toFile: scratch + "/in", atomically: false, encoding: .utf8) }
     var actions = posix_spawn_file_actions_t()
