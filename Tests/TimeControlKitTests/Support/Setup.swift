@@ -8,7 +8,9 @@ import Testing
 
 /// A new empty directory `PREFIX-XXXXXX` in the temporary directory; the caller removes it.
 func makeScratchDirectory(_ prefix: String) throws -> String {
-    try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX")).map { String(cString: $0) })
+    var template = Array((FileManager.default.temporaryDirectory.path + "/\(prefix)-XXXXXX").utf8CString)
+    let path = template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
+    return try #require(path)
 }
 
 /// Runs `executable` as user and group 65534 (nobody, an ordinary user with nothing of root's); this process must be root.
