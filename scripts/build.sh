@@ -54,7 +54,7 @@ cd "$(dirname "$0")/.."
 # other warning, from the linker or the compiler, is shown as it comes.
 static_link_note='in statically linked applications requires at runtime the shared libraries from the glibc version used for linking$'
 known_static_link_warnings=(
-    "^/[^ ]*/Sources/TimeControlKit/ShimBuild\.swift:[0-9]+: warning: Using 'getpwuid' $static_link_note"
+    "^/[^ ]*/Sources/TimeControlKit/Shim/ShimBuild\.swift:[0-9]+: warning: Using 'getpwuid' $static_link_note"
     "^/[^ ]*/libswiftCore\.a\(LibPrespecialized\.cpp\.o\):.*: warning: Using 'dlopen' $static_link_note"
     "^/[^ ]*/libFoundationEssentials\.a\([^ )]*\.swift\.o\):.*: warning: Using '(getpwuid_r|getpwnam_r|getgrgid_r|getgrnam_r)' $static_link_note"
     "^/[^ ]*/libFoundationEssentials\.a\(Data\+Writing\.swift\.o\):.*: warning: the use of .mktemp' is dangerous, better use .mkstemp' or .mkdtemp'$"

@@ -61,7 +61,7 @@ build() {
         printf 'module TimeShimC {\n    umbrella header "%s/%s/include/TimeShimC.h"\n    export *\n}\n' "$root" "$core" \
             > "$out/modules/module.modulemap"
         swiftc -sanitize=fuzzer,address -parse-as-library -O -Xcc -fmodule-map-file="$out/modules/module.modulemap" \
-            -I "$core/include" Tests/Fuzz/fuzz_formats.swift Sources/TimeControlKit/TimeFormats.swift -o "$out/fuzz_formats"
+            -I "$core/include" Tests/Fuzz/fuzz_formats.swift Sources/TimeControlKit/Session/TimeFormats.swift -o "$out/fuzz_formats"
         ;;
     *) echo "fuzz.sh: unknown target '$1' (accepted: segment, trace, formats)" >&2; exit 2 ;;
     esac 2> >(grep -v "Cannot export local symbol" >&2)

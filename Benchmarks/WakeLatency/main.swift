@@ -49,11 +49,11 @@ guard let directory = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseA
 }
 defer { try? FileManager.default.removeItem(atPath: directory) }
 let session: TimeSession
-let attachment: Attachment
+let shimEnvironment: ShimEnvironment
 do {
     session = try TimeSession.create(named: "bench", in: SessionDirectory(path: directory))
     try session.freeze()
-    attachment = try Attachment(session: session)
+    shimEnvironment = try ShimEnvironment(session: session)
 } catch {
     fail("\(error)")
 }
@@ -63,7 +63,7 @@ process.executableURL = URL(fileURLWithPath: waiterPath)
 let idle = mode.split(separator: ":").map(String.init)
 process.arguments = measure == "idle" ? ["idle"] + idle : [mode]
 var environment: [String: String] = [:]
-for entry in attachment.environmentEntries() {
+for entry in shimEnvironment.environmentEntries() {
     let parts = entry.split(separator: "=", maxSplits: 1)
     if parts.count == 2 { environment[String(parts[0])] = String(parts[1]) }
 }

@@ -29,7 +29,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     /// `libTimeShim.so` was not found in any of the places searched.
     case shimNotFound(searched: [String])
     /// No `libTimeShim.so` was installed, and building one from the
-    /// shim's sources (``Attachment/locateShim(environment:)``) failed.
+    /// shim's sources (``ShimEnvironment/locateShim(environment:)``) failed.
     case shimBuildFailed(source: String, problem: String)
     /// A `libTimeShim.so` was found but cannot be used.
     case shimUnusable(path: String, problem: String)

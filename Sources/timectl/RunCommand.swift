@@ -173,21 +173,21 @@ struct Run: ParsableCommand {
     /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
     static func execute(session choice: SessionChoice, start: SessionStart? = nil, arguments: [String],
                         leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false,
-                        running: (AttachedCommand, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
+                        running: (CommandRunner, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         // Signals sent while the session is set up, or after the command has exited, must not end timectl before it cleans up.
-        AttachedCommand.holdForwardedSignals()
+        CommandRunner.holdForwardedSignals()
         do {
-            try AttachedCommand.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
+            try CommandRunner.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
             let session: TimeSession
             switch choice {
             case .named(let name): session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
             case .temporary: session = try TimeSession.temporary()
             }
             try start?.apply(to: session)
-            let attachment = try Attachment(session: session)
+            let shimEnvironment = try ShimEnvironment(session: session)
             // A private session is removed with whatever is still attached to it: nothing keeps running.
             let leftovers: LeftoverProcesses = session.isTemporary ? .end : leftovers
-            return try running(AttachedCommand(arguments: arguments, attachment: attachment, leftovers: leftovers,
+            return try running(CommandRunner(arguments: arguments, shimEnvironment: shimEnvironment, leftovers: leftovers,
                                                allowingUncontrolled: allowingUncontrolled), session)
         } catch {
             return CommandStatus.failure(error)

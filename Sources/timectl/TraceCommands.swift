@@ -42,7 +42,7 @@ struct Record: RunsAProgram {
     }
 
     func run() throws {
-        AttachedCommand.holdForwardedSignals()  // so that a late signal cannot stop timectl before the trace is written
+        CommandRunner.holdForwardedSignals()  // so that a late signal cannot stop timectl before the trace is written
         let status: Int32
         do {
             let session: TimeSession
@@ -101,7 +101,7 @@ struct Replay: RunsAProgram, TakesNoSession {
     var command: [String] = []
 
     func run() throws {
-        AttachedCommand.holdForwardedSignals()  // so that a late signal cannot stop timectl before its session is removed
+        CommandRunner.holdForwardedSignals()  // so that a late signal cannot stop timectl before its session is removed
         let status: Int32
         do {
             let command = try self.command.isEmpty ? Trace(contentsOf: trace).command : self.command

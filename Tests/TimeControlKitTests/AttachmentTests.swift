@@ -7,15 +7,7 @@ import Testing
 /// starts up inside them.
 @Suite("Attaching processes")
 struct AttachmentTests {
-    static let wall: Int64 = 1_451_649_600 * 1_000_000_000
-
-    func frozenSandbox(_ name: String) throws -> (Sandbox, TimeSession) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.wall))
-        return (sandbox, session)
-    }
+    static let wall = Sandbox.frozenStart  // where Sandbox.frozenSession freezes
 
     func compileLibrary(_ name: String) throws -> String {
         let output = CFixture.directory + "/lib\(name).so"
@@ -28,7 +20,7 @@ struct AttachmentTests {
 
     @Test("a clock read in another library's constructor, before the shim's, reads the session")
     func readBeforeTheShimsConstructor() throws {
-        let (sandbox, session) = try frozenSandbox("early")
+        let (sandbox, session) = try Sandbox.frozenSession("early")
         let early = try compileLibrary("early_reader")
         var environment = sandbox.environment
         environment["LD_PRELOAD"] = Build.shim + ":" + early
@@ -40,7 +32,7 @@ struct AttachmentTests {
 
     @Test("a malloc that reads the clock does not deadlock the shim's start-up", arguments: [true, false])
     func mallocThatReadsTheClock(shimFirst: Bool) throws {
-        let (sandbox, session) = try frozenSandbox("malloc")
+        let (sandbox, session) = try Sandbox.frozenSession("malloc")
         let library = try compileLibrary("malloc_clock")
         var environment = sandbox.environment
         environment["LD_PRELOAD"] = shimFirst ? Build.shim + ":" + library : library + ":" + Build.shim
@@ -54,7 +46,7 @@ struct AttachmentTests {
 
     @Test("descendants stay attached: shells, forks, spawned and daemonised grandchildren")
     func descendantsStayAttached() throws {
-        let (sandbox, _) = try frozenSandbox("tree")
+        let (sandbox, _) = try Sandbox.frozenSession("tree")
         let script = """
             import os, subprocess, sys, time
             print("self", int(time.time()))
@@ -84,7 +76,7 @@ struct AttachmentTests {
 
     @Test("status lists the attached processes that are still running")
     func statusListsAttachedProcesses() throws {
-        let (sandbox, session) = try frozenSandbox("listed")
+        let (sandbox, session) = try Sandbox.frozenSession("listed")
         let process = try sandbox.startAttached(session: "listed", ["sh", "-c", "sleep 30 & sleep 30 & wait"])
         let commands = sandbox.waitForAttached(session) { $0.filter { $0.command == "sleep" }.count == 2 }.map(\.command)
         #expect(commands.sorted() == ["sh", "sleep", "sleep"])
@@ -166,7 +158,7 @@ struct AttachmentTests {
         let needed = try runProgram("/usr/bin/env", ["readelf", "-d", built], environment: environment)
         let libraries = needed.lines.filter { $0.contains("(NEEDED)") }
         #expect(libraries.count == 1 && libraries[0].hasSuffix("[libc.so.6]"), "\(libraries)")
-        let files = try FileManager.default.contentsOfDirectory(atPath: Attachment.parent(of: built))
+        let files = try FileManager.default.contentsOfDirectory(atPath: FilePaths.parent(of: built))
         #expect(files.filter { !$0.hasPrefix(".") }.sorted() == ["libTimeShim.so", "timectl-static-loader"])
 
         // No C compiler: one line that says what to install.

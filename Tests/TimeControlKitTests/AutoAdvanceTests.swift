@@ -156,7 +156,7 @@ struct AutoAdvanceTests {
         let (sandbox, session) = try Sandbox.frozenSession("limit")
         // Another run's process on the same session, waiting for a signal (no deadline the scheduler could step to):
         // the stop is not for it.
-        let other = try AttachedRun(sandbox, session: "limit", ["python3", "-c", "import signal; signal.pause()"])
+        let other = try BackgroundProgram(sandbox, session: "limit", ["python3", "-c", "import signal; signal.pause()"])
         try #require(sandbox.waitForAttached(session) { $0.map(\.command) == ["python3"] }.count == 1)
         let started = Date()
         let result = try sandbox.timectl("--session", "limit", "run", "--auto-advance", "--max-steps", "3", "--",
@@ -181,7 +181,7 @@ struct AutoAdvanceTests {
     @Test("beside an attached process that only waits for a signal, run --auto-advance steps its command and exits with its status")
     func idleNeighbourIsNoDeadlock() throws {
         let (sandbox, session) = try Sandbox.frozenSession("neighbour")
-        let neighbour = try AttachedRun(sandbox, session: "neighbour", ["python3", "-c", "import signal; signal.pause()"])
+        let neighbour = try BackgroundProgram(sandbox, session: "neighbour", ["python3", "-c", "import signal; signal.pause()"])
         try #require(sandbox.waitForAttached(session) { $0.map(\.command) == ["python3"] }.count == 1)
         // Before the command started and after it exited, the neighbour alone looked deadlocked: the scheduler gave
         // up before the command existed (which then hung on the frozen session), or the run exited 122 (5 runs in 40 here).
@@ -259,7 +259,7 @@ struct AutoAdvanceTests {
     func tickStep() throws {
         let script = "sleep 3; date +%s%N; sleep 3; date +%s%N; sleep 100"
         let (sandbox, session) = try Sandbox.frozenSession("step")
-        let stepped = try AttachedRun(sandbox, session: "step", ["sh", "-c", script])
+        let stepped = try BackgroundProgram(sandbox, session: "step", ["sh", "-c", script])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let tick = try sandbox.timectl("--session", "step", "tick", "10", "--step")
         #expect(tick.status == 0, "\(tick)")
@@ -273,7 +273,7 @@ struct AutoAdvanceTests {
         #expect(session.pendingWaits().map(\.remainingNanoseconds) == [96 * Self.second])
 
         let (plainSandbox, plainSession) = try Sandbox.frozenSession("plain")
-        let plain = try AttachedRun(plainSandbox, session: "plain", ["sh", "-c", script])
+        let plain = try BackgroundProgram(plainSandbox, session: "plain", ["sh", "-c", script])
         plainSandbox.waitForWaits(plainSession) { $0.contains { $0.kind == "sleep" } }
         #expect(try plainSandbox.timectl("--session", "plain", "tick", "10").status == 0)
         #expect(plain.line(startingWith: "1") == String(Self.start + 10 * Self.second), "the sleeper sees the whole tick")
@@ -284,7 +284,7 @@ struct AutoAdvanceTests {
     @Test("run-pending advances until nothing waits")
     func runPending() throws {
         let (sandbox, session) = try Sandbox.frozenSession("pending")
-        let run = try AttachedRun(sandbox, session: "pending", ["sh", "-c", "sleep 2; sleep 3; date +%s%N"])
+        let run = try BackgroundProgram(sandbox, session: "pending", ["sh", "-c", "sleep 2; sleep 3; date +%s%N"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let result = try sandbox.timectl("--session", "pending", "run-pending")
         #expect(result.status == 0, "\(result)")
@@ -296,7 +296,7 @@ struct AutoAdvanceTests {
     @Test("run-pending's step guard stops a program that re-arms its timer for ever, naming the wait")
     func runPendingStepGuard() throws {
         let (sandbox, session) = try Sandbox.frozenSession("busy")
-        let busy = try AttachedRun(sandbox, session: "busy", ["python3", "-c", "import time\nwhile True: time.sleep(0.001)"])
+        let busy = try BackgroundProgram(sandbox, session: "busy", ["python3", "-c", "import time\nwhile True: time.sleep(0.001)"])
         let pid = sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }.first?.pid ?? 0
         let before = session.monotonicNanoseconds
         let result = try sandbox.timectl("--session", "busy", "run-pending", "--max-steps", "50")
@@ -309,7 +309,7 @@ struct AutoAdvanceTests {
     @Test("the step guard names a shell loop's wait by its command: each round is a new process")
     func stepGuardNamesShellLoops() throws {
         let (sandbox, session) = try Sandbox.frozenSession("loop-guard")
-        let loop = try AttachedRun(sandbox, session: "loop-guard", ["sh", "-c", "while :; do sleep 1; done"])
+        let loop = try BackgroundProgram(sandbox, session: "loop-guard", ["sh", "-c", "while :; do sleep 1; done"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         let result = try sandbox.timectl("--session", "loop-guard", "run-pending", "--max-steps", "5")
         #expect(result.status == 1, "\(result)")
@@ -321,7 +321,7 @@ struct AutoAdvanceTests {
     @Test("timectl daemon advances a session driven from shells, shows in status, allows one scheduler, and stops cleanly")
     func daemon() throws {
         let (sandbox, session) = try Sandbox.frozenSession("shared")
-        let daemon = try AttachedRun(sandbox, timectl: ["--session", "shared", "daemon"])
+        let daemon = try BackgroundProgram(sandbox, timectl: ["--session", "shared", "daemon"])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
         let scheduler = try #require(session.schedulerProcess)
@@ -356,7 +356,7 @@ struct AutoAdvanceTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("shells")
         #expect(!session.isFrozen)
-        let daemon = try AttachedRun(sandbox, timectl: ["--session", "shells", "daemon"])
+        let daemon = try BackgroundProgram(sandbox, timectl: ["--session", "shells", "daemon"])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
         #expect(session.schedulerProcess != nil)
@@ -380,7 +380,7 @@ struct AutoAdvanceTests {
         let (sandbox, session) = try Sandbox.frozenSession("owned")
         let fifo = sandbox.directory + "/go"
         #expect(mkfifo(fifo, 0o600) == 0)
-        let run = try AttachedRun(sandbox, timectl: ["--session", "owned", "run", "--auto-advance", "--",
+        let run = try BackgroundProgram(sandbox, timectl: ["--session", "owned", "run", "--auto-advance", "--",
                                                      "sh", "-c", "read line < \"$0\"; date +%s%N", fifo])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
@@ -417,7 +417,7 @@ struct AutoAdvanceTests {
             bystander.waitUntilExit()
         }
         let pid = bystander.processIdentifier
-        let started = UInt64(try #require(AttachedProcess.startTicks(of: pid)))
+        let started = UInt64(try #require(ProcFS.startTicks(of: pid)))
         #expect(session.mapping.claimScheduler(pid: pid, started: started + 1, kind: .daemon) == 0)
 
         #expect(session.schedulerProcess == nil)

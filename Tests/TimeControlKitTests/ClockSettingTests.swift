@@ -94,7 +94,7 @@ struct ClockSettingTests {
         try frozenSession(sandbox, "s")
         let session = try sandbox.session("s")
         try guardingHostClock { () throws in
-            let sleeper = try AttachedRun(sandbox, session: "s", ["python3", "-c", """
+            let sleeper = try BackgroundProgram(sandbox, session: "s", ["python3", "-c", """
                 import time
                 m = time.monotonic_ns(); time.sleep(5); print(int(time.time()), time.monotonic_ns() - m)
                 """])
@@ -160,16 +160,11 @@ struct ClockSettingTests {
         try Build.requireShim()
         guard geteuid() == 0 else { return }   // needs root to become another user; CI runs as root
         let setClock = try CFixture.path("set_clock")
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-nobody-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        let (directory, environment) = try Sandbox.standaloneSessionDirectory("timectl-nobody")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #require(chown(directory, 65534, 65534) == 0)
-        var environment = try Sandbox().environment
-        environment["TIMECTL_DIR"] = directory
         func asNobody(_ arguments: [String]) throws -> ProcessResult {
-            try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", Build.timectl]
-                           + arguments, environment: environment)
+            try runAsNobody(Build.timectl, arguments, environment: environment)
         }
         try guardingHostClock { () throws in
             #expect(try asNobody(["--session", "n", "freeze", Self.frozenAt]).status == 0)

@@ -33,12 +33,9 @@ struct ConcurrencyTests {
     /// every later read torn by −1 s).
     @Test("a reader hammering the clock never sees a torn value")
     func noTornReads() throws {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session("hammer")
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: 1_451_649_600_000_000_000))
+        let (sandbox, session) = try Sandbox.frozenSession("hammer")
         let hammer = try CFixture.path("clock_hammer")
-        let reader = try AttachedRun(sandbox, session: "hammer", [hammer, "frozen-ticks", "300", "60", "20000"])
+        let reader = try BackgroundProgram(sandbox, session: "hammer", [hammer, "frozen-ticks", "300", "60", "20000"])
         try #require(reader.line(startingWith: "started", guardSeconds: 60) != nil, "the hammer never started: \(reader.output) \(reader.errorOutput)")
         // Tick until the hammer has seen 300 s pass and read enough; it stops by itself then.
         var ticks = 0
@@ -161,7 +158,7 @@ struct ConcurrencyTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("stopped")
         try session.apply(.run(at: .realTime))
-        let reader = try AttachedRun(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c"])), "12"])
+        let reader = try BackgroundProgram(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c"])), "12"])
         #expect(reader.line(startingWith: "started") != nil)
         let script = Build.packageRoot + "/Tests/Fixtures/stop_writer.gdb"
         // gdb waits for its inferior with SIGCHLD, which the test process's children inherit blocked.

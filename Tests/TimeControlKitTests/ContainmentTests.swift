@@ -56,7 +56,7 @@ struct LeftoverProcessTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("tree")
         let reaper = Reaper()
-        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        defer { killAttachedProcesses(of: session) }
         let result = try sandbox.timectl(["--session", "tree", "run", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
         let attached = session.attachedProcesses()
         reaper.pids.formUnion(attached.map(\.pid))
@@ -159,7 +159,7 @@ struct LeftoverProcessTests {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let session = try sandbox.session("tree")
-        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        defer { killAttachedProcesses(of: session) }
         let result = try sandbox.timectl(["--session", "tree", "run", "--end-leftovers"] + options + ["--", "bash", "-c", "(sleep 100 &); sleep 1"])
         #expect(result.status == 0, "\(result)")
         #expect(result.stderr.isEmpty)
@@ -171,7 +171,7 @@ struct LeftoverProcessTests {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let session = try sandbox.session("tree")
-        defer { for process in session.attachedProcesses() { kill(process.pid, SIGKILL) } }
+        defer { killAttachedProcesses(of: session) }
         let result = try sandbox.timectl(["--session", "tree", "run", "--auto-advance", "--", "bash", "-c", "(sleep 100 &); sleep 1"])
         #expect(result.status == 0, "\(result)")
         for process in session.attachedProcesses() {
@@ -255,7 +255,7 @@ struct UncontrolledProgramTests {
         try Build.requireShim()
         let sandbox = try Sandbox()
         let path = try program(kind)
-        let directory = Attachment.parent(of: path)
+        let directory = FilePaths.parent(of: path)
         let name = String(path.dropFirst(directory.count + 1))
         #expect(try sandbox.timectl("freeze", "@1451649600").status == 0)
         let commands: [[String]] = [

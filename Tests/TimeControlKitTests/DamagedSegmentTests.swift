@@ -178,19 +178,14 @@ struct DamagedSegmentTests {
     @Test("a session directory created by another user is named, with the way out")
     func directoryOfAnotherUser() throws {
         guard geteuid() == 0 else { return }   // needs root to make a directory for another user; CI runs as root
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("timectl-taken-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
+        let (directory, environment) = try Sandbox.standaloneSessionDirectory("timectl-taken")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var environment = try Sandbox().environment
-        environment["TIMECTL_DIR"] = directory
         // As root: the directory is another user's.
         try #require(chown(directory, 65534, 65534) == 0)
         let asRoot = try runProgram(Build.timectl, ["freeze"], environment: environment)
         // As another user: the directory is root's, and not even readable.
         try #require(chown(directory, 0, 0) == 0)
-        let asNobody = try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "--", Build.timectl, "freeze"],
-                                      environment: environment)
+        let asNobody = try runAsNobody(Build.timectl, ["freeze"], environment: environment)
         for (result, owner) in [(asRoot, 65534), (asNobody, 0)] {
             #expect(result.status != 0)
             #expect(result.stderr == "timectl: session directory \(directory) belongs to uid \(owner), another user; it must be a directory owned by you with mode 0700 (remove it, or set TIMECTL_DIR to a private directory of yours)\n", "\(result.stderr)")

@@ -24,20 +24,17 @@ struct GoProgramTests {
 
     /// Starts the probe attached to session `name` in the background.
     func startProbe(_ sandbox: Sandbox, _ name: String, _ linking: GoFixture.Linking, _ arguments: [String],
-                    environment: [String: String]) throws -> AttachedRun {
+                    environment: [String: String]) throws -> BackgroundProgram {
         let probe = try GoFixture.path("GoProbe", linking: linking)
-        if linking == .dynamic { return try AttachedRun(executable: probe, arguments, environment: environment) }
-        return try AttachedRun(sandbox, session: name, [probe] + arguments)
+        if linking == .dynamic { return try BackgroundProgram(executable: probe, arguments, environment: environment) }
+        return try BackgroundProgram(sandbox, session: name, [probe] + arguments)
     }
 
     static let start: Int64 = 1_451_649_600
     static let second: Int64 = 1_000_000_000
 
     func frozenSession(_ name: String) throws -> (Sandbox, TimeSession, [String: String]) {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let session = try sandbox.session(name)
-        try session.freeze(at: .absolute(nanosecondsSinceEpoch: Self.start * Self.second))
+        let (sandbox, session) = try Sandbox.frozenSession(name)  // at Self.start
         let environment = sandbox.environment.merging(try session.attachmentEnvironment()) { $1 }
         return (sandbox, session, environment)
     }
@@ -79,7 +76,7 @@ struct GoProgramTests {
           arguments: linkings)
     func autoAdvance(linking: GoFixture.Linking) throws {
         let (sandbox, session, environment) = try frozenSession("go-auto")
-        let daemon = try AttachedRun(sandbox, timectl: ["--session", "go-auto", "daemon"])
+        let daemon = try BackgroundProgram(sandbox, timectl: ["--session", "go-auto", "daemon"])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
         try #require(session.schedulerProcess != nil, "\(daemon.errorOutput)")
@@ -126,7 +123,7 @@ struct GoProgramTests {
         let program = try GoFixture.path("go_gc", linking: linking)
         let command = String("go_gc-\(linking.rawValue)".prefix(15))
         for _ in 1...3 {
-            let run = try AttachedRun(sandbox, session: "go-gc", [program])
+            let run = try BackgroundProgram(sandbox, session: "go-gc", [program])
             let sleeping = run.line(startingWith: "sleeping ", guardSeconds: 60)
             try #require(sleeping != nil, "never reached its sleep: \(run.output) \(run.errorOutput)")
             let (collections, sleepingWall, _) = collectorRun(run.output)

@@ -12,11 +12,11 @@ struct InsideOutsideTests {
 
     /// An HTTP server outside every session, with the port it listens on.
     final class OutsideServer {
-        let process: AttachedRun
+        let process: BackgroundProgram
         let port: String
 
         init(_ argument: String) throws {
-            process = try AttachedRun(executable: "/usr/bin/env", ["python3", InsideOutsideTests.fixture("slow_server.py"), argument],
+            process = try BackgroundProgram(executable: "/usr/bin/env", ["python3", InsideOutsideTests.fixture("slow_server.py"), argument],
                                       environment: ProcessInfo.processInfo.environment)
             port = try #require(process.line(startingWith: "1", "2", "3", "4", "5", "6", "7", "8", "9"), "no port: \(process.errorOutput)")
         }
@@ -25,7 +25,7 @@ struct InsideOutsideTests {
     /// `timectl run --auto-advance -- COMMAND`, and the real seconds it took.
     static func autoAdvanced(_ sandbox: Sandbox, _ command: [String]) throws -> (ProcessResult, Double) {
         let start = Date()
-        let result = try sandbox.timectl(["run", "--at", "@1451649600", "--auto-advance", "--"] + command, guardSeconds: 120)
+        let result = try sandbox.runAutoAdvanced(command, guardSeconds: 120)
         return (result, Date().timeIntervalSince(start))
     }
 
@@ -87,10 +87,10 @@ struct InsideOutsideTests {
     @Test("timectl daemon prints a deadlock of the processes it watches once, and goes on advancing the session")
     func daemonReportsDeadlock() throws {
         let (sandbox, session) = try Sandbox.frozenSession("stuck")
-        let daemon = try AttachedRun(sandbox, timectl: ["--session", "stuck", "daemon"])
+        let daemon = try BackgroundProgram(sandbox, timectl: ["--session", "stuck", "daemon"])
         let deadline = Date().addingTimeInterval(30)
         while session.schedulerProcess == nil && Date() < deadline { usleep(10_000) }
-        let locked = try AttachedRun(sandbox, session: "stuck", ["python3", Self.fixture("two_locks.py")])
+        let locked = try BackgroundProgram(sandbox, session: "stuck", ["python3", Self.fixture("two_locks.py")])
         while !daemon.errorOutput.contains("deadlock") && Date() < deadline { usleep(10_000) }
         #expect(daemon.errorOutput.contains("timectl: deadlock: every thread of the session is blocked inside it"), "\(daemon.errorOutput)")
         #expect(daemon.errorOutput.components(separatedBy: "deadlock:").count == 2, "reported once: \(daemon.errorOutput)")

@@ -90,7 +90,7 @@ struct LibfaketimeParityTests {
     func timetest() throws {
         try Build.requireShim()
         let program = try CFixture.path("faketime_timetest", flags: ["-lrt"])
-        let result = try Sandbox().timectl("run", "--at", "@1451649600", "--auto-advance", "--", program)
+        let result = try Sandbox().runAutoAdvanced([program])
         #expect(result.status == 0, "\(result)")
         let values = keyedValues(result.stdout)
         // Two condition waits of one second each, both timing out exactly.

@@ -16,7 +16,7 @@ struct RawFutexWaitTests {
 
     /// The lines of `run --auto-advance -- COMMAND` that are a wait's result (not "waiting …").
     static func autoAdvanced(_ sandbox: Sandbox, _ command: [String]) throws -> [String] {
-        let result = try sandbox.timectl(["run", "--at", "@1451649600", "--auto-advance", "--"] + command, guardSeconds: 120)
+        let result = try sandbox.runAutoAdvanced(command, guardSeconds: 120)
         #expect(result.status == 0, "\(result)")
         return result.lines.filter { !$0.hasPrefix("waiting ") }
     }
@@ -30,7 +30,7 @@ struct RawFutexWaitTests {
     @Test("on a frozen session, FUTEX_WAIT 3 s then FUTEX_WAIT_BITSET to 2 s ahead: still waiting 1.5 s later, listed as futex waits, ended by two tick --to-next at exactly 3 and 2 virtual s")
     func frozenTickToNext() throws {
         let (sandbox, session) = try Sandbox.frozenSession("futex")
-        let run = try AttachedRun(sandbox, session: "futex", [try CFixture.path("futex_probe"), "relative:3", "absolute:2"])
+        let run = try BackgroundProgram(sandbox, session: "futex", [try CFixture.path("futex_probe"), "relative:3", "absolute:2"])
         #expect(run.line(startingWith: "waiting relative") != nil, "\(run.output)")
         let first = try #require(try Self.listedWait(sandbox, session, remaining: 3 * nanosecondsPerSecond))
         #expect(first.kind == "futex" && first.clock == "CLOCK_MONOTONIC" && first.command == "futex_probe", "\(first)")
@@ -79,7 +79,7 @@ struct RawFutexWaitTests {
     @Test("Rust's std on a frozen session: each wait is listed and ends at the tick --to-next that reaches it, exactly")
     func rustFrozen() throws {
         let (sandbox, session) = try Sandbox.frozenSession("rust")
-        let run = try AttachedRun(sandbox, session: "rust", [try RustFixture.path("rust_waits")])
+        let run = try BackgroundProgram(sandbox, session: "rust", [try RustFixture.path("rust_waits")])
         for (name, remaining, result) in [("recv_timeout", 3, "recv_timeout 3.000000000 timeout"),
                                           ("park_timeout", 2, "park_timeout 5.000000000"),
                                           ("wait_timeout", 1, "wait_timeout 6.000000000 timeout")] {

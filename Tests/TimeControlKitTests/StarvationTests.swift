@@ -30,7 +30,7 @@ struct StarvationTests {
         let (sandbox, session) = try Sandbox.frozenSession("jvmsleep")
         let classes = try JavaFixtures.classpath()
         for _ in 1...3 {
-            let run = try AttachedRun(sandbox, session: "jvmsleep", ["java", "-cp", classes, "Nap", "3000"])
+            let run = try BackgroundProgram(sandbox, session: "jvmsleep", ["java", "-cp", classes, "Nap", "3000"])
             // Thread.sleep parks on a condition variable (CLOCK_MONOTONIC) for 3 s.
             sandbox.waitForWaits(session) { $0.contains { $0.kind == "cond" && $0.remainingNanoseconds == 3 * Self.second } }
             usleep(300_000)
@@ -71,7 +71,7 @@ struct StarvationTests {
             #expect(result.status == 0, "\(result)")
             output = result.stdout
         } else {
-            let run = try AttachedRun(sandbox, session: "strict", [probe, "3000"])
+            let run = try BackgroundProgram(sandbox, session: "strict", [probe, "3000"])
             sandbox.waitForWaits(session) { $0.contains { $0.kind == "poll" } }
             if how == "tick" { try session.advance(by: .seconds(3)) } else { _ = try session.advanceToNextDeadline() }
             #expect(run.exitStatus() == 0, "\(run.output)")
@@ -93,7 +93,7 @@ struct StarvationTests {
             #expect(result.lines == [String(Self.start)], "\(result)")
         }
         #expect(session.wallClockNanoseconds == Self.start, "nothing spun: the clock never moved")
-        let run = try AttachedRun(sandbox, session: "ruby", ["ruby", "-e", """
+        let run = try BackgroundProgram(sandbox, session: "ruby", ["ruby", "-e", """
             start = Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond)
             sleep 3
             puts Process.clock_gettime(Process::CLOCK_MONOTONIC, :nanosecond) - start
@@ -133,7 +133,7 @@ struct StarvationTests {
             #expect(result.lines == [String(Self.start / Self.millisecond)], "\(result)")
         }
         #expect(session.wallClockNanoseconds == Self.start, "nothing spun: the clock never moved")
-        let run = try AttachedRun(sandbox, session: "node", ["node", "-e", """
+        let run = try BackgroundProgram(sandbox, session: "node", ["node", "-e", """
             const start = process.hrtime.bigint();
             setTimeout(() => console.log(String(process.hrtime.bigint() - start)), 3000);
             """])
@@ -238,7 +238,7 @@ struct StarvationTests {
         let (sandbox, session) = try Sandbox.frozenSession("yield")
         let yielded = try sandbox.runAttached(session: "yield", ["sh", "-c", "sleep 0.01; sleep 0.0005; date +%s%N"])
         #expect(yielded.stdout == "\(Self.start)\n", "no virtual time passed")
-        let run = try AttachedRun(sandbox, session: "yield", ["sh", "-c", "sleep 0.0101; date +%s%N"])
+        let run = try BackgroundProgram(sandbox, session: "yield", ["sh", "-c", "sleep 0.0101; date +%s%N"])
         let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         #expect(waits.map(\.remainingNanoseconds) == [10_100_000])
         _ = try session.advanceToNextDeadline()
@@ -252,7 +252,7 @@ struct StarvationTests {
         let yielded = try sandbox.runAttached(session: "condyield", [probe, "cond-ms", "10"])
         #expect(yielded.stdout.contains("result=ETIMEDOUT flag=0 elapsed=0"), "\(yielded)")
         #expect(session.wallClockNanoseconds == Self.start, "no virtual time passed")
-        let run = try AttachedRun(sandbox, session: "condyield", [probe, "cond-ms", "11"])
+        let run = try BackgroundProgram(sandbox, session: "condyield", [probe, "cond-ms", "11"])
         let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == "cond" } }
         #expect(waits.map(\.remainingNanoseconds) == [11 * Self.millisecond])
         _ = try session.advanceToNextDeadline()

@@ -35,7 +35,7 @@ struct StaticProgramTests {
     func readsFrozenClock(build: Linking) throws {
         let sandbox = try frozenSandbox()
         let program = try staticProgram("print_time", build)
-        let directory = Attachment.parent(of: program)
+        let directory = FilePaths.parent(of: program)
         let name = String(program.dropFirst(directory.count + 1))
         let commands: [[String]] = [
             [program],
@@ -56,7 +56,7 @@ struct StaticProgramTests {
         let sandbox = try frozenSandbox()
         let session = try sandbox.session("default")
         let probe = try staticProgram("wait_probe")
-        let run = try AttachedRun(sandbox, session: "default", [probe, "cond", "monotonic", "5"])
+        let run = try BackgroundProgram(sandbox, session: "default", [probe, "cond", "monotonic", "5"])
         #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
         let command = String("wait_probe_static".prefix(15))
         let waits = sandbox.waitForWaits(session) { waits in waits.contains { $0.command == command } }
@@ -115,7 +115,7 @@ struct StaticProgramTests {
         let session = try sandbox.session("default")
         let probe = try staticProgram("wait_probe")
         let (arguments, line) = timerProbe(mode, outcome, seconds: 5)
-        let run = try AttachedRun(sandbox, session: "default", [probe] + arguments)
+        let run = try BackgroundProgram(sandbox, session: "default", [probe] + arguments)
         // Armed before "ready" (the probe measures from there), so no tick may come before it.
         #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
         let waits = sandbox.waitForWaits(session) { $0.contains { $0.kind == kind } }
@@ -196,7 +196,7 @@ struct StaticProgramTests {
         let sandbox = try frozenSandbox()
         let session = try sandbox.session("default")
         let probe = try staticProgram("wait_probe")
-        let run = try AttachedRun(sandbox, session: "default", [probe, "staggered-sleepers", "\(Self.sleepers)"])
+        let run = try BackgroundProgram(sandbox, session: "default", [probe, "staggered-sleepers", "\(Self.sleepers)"])
         #expect(run.line(startingWith: "ready") == "ready", "\(run.errorOutput)")
         let command = String("wait_probe_static".prefix(15))
         let mine = { (waits: [PendingWait]) in waits.filter { $0.command == command } }
@@ -258,7 +258,7 @@ struct StaticProgramTests {
         let session = try sandbox.session("default")
         let probe = try staticProgram("fork_sleepers")
         let threads = 5
-        let run = try AttachedRun(sandbox, session: "default", [probe, "fork", "\(threads)"])
+        let run = try BackgroundProgram(sandbox, session: "default", [probe, "fork", "\(threads)"])
         let ready = try #require(run.line(startingWith: "child pid="), "\(run.errorOutput)")
         let child = try #require(Int32(String(ready.dropFirst("child pid=".count).prefix { $0.isNumber })), "\(ready)")
         let listed = sandbox.waitForWaits(session) { waits in waits.filter { $0.pid == child }.count >= threads + 1 }
@@ -296,7 +296,7 @@ struct StaticProgramTests {
         let sandbox = try frozenSandbox()
         let session = try sandbox.session("default")
         let probe = try staticProgram("wait_probe")
-        let run = try AttachedRun(sandbox, session: "default", [probe, "timerfd-closed", "10"])
+        let run = try BackgroundProgram(sandbox, session: "default", [probe, "timerfd-closed", "10"])
         let armed = try #require(run.line(startingWith: "armed pid="), "\(run.errorOutput)")
         let pid = try #require(Int32(armed.dropFirst("armed pid=".count)))
         let timerfds = { session.pendingWaits().filter { $0.pid == pid && $0.kind == "timerfd" } }

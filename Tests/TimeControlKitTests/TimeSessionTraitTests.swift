@@ -326,7 +326,7 @@ struct TraitFixtures {
 struct TraitFixtureRunTests {
     @Test("failures, errors and crashes in the test's own process are the case's issues, at their source lines; its output is passed on; its processes and session are gone")
     func failingFixtures() throws {
-        let scratch = try #require(mkdtemp(strdup(FileManager.default.temporaryDirectory.path + "/timectl-fixtures-XXXXXX")).map { String(cString: $0) })
+        let scratch = try makeScratchDirectory("timectl-fixtures")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var environment = ProcessInfo.processInfo.environment
         environment["TIMECTL_TRAIT_FIXTURES"] = scratch

@@ -12,7 +12,7 @@ struct WaitTests {
 
     /// After a tick that falls short of the deadline, the wait must still be
     /// pending: give the program a moment to (wrongly) return, then look.
-    func expectStillWaiting(_ run: AttachedRun, _ sandbox: Sandbox, _ session: TimeSession, kind: String,
+    func expectStillWaiting(_ run: BackgroundProgram, _ sandbox: Sandbox, _ session: TimeSession, kind: String,
                             clock: String? = nil, remaining: Int64, sourceLocation: SourceLocation = #_sourceLocation) {
         usleep(300_000)
         #expect(run.isRunning, "returned before its deadline: \(run.output)", sourceLocation: sourceLocation)
@@ -23,7 +23,7 @@ struct WaitTests {
     @Test("sleep 3: still asleep 1.5 real seconds later and after tick 2; done after tick 3")
     func coreutilsSleep() throws {
         let (sandbox, session) = try Sandbox.frozenSession("sleep")
-        let run = try AttachedRun(sandbox, session: "sleep", ["sleep", "3"])
+        let run = try BackgroundProgram(sandbox, session: "sleep", ["sleep", "3"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
         #expect(waits.map(\.kind) == ["sleep"])
         #expect(waits.map(\.command) == ["sleep"])
@@ -40,7 +40,7 @@ struct WaitTests {
     @Test("timeout 5 sleep 100 exits with 124 after tick 5, not before")
     func coreutilsTimeout() throws {
         let (sandbox, session) = try Sandbox.frozenSession("timeout")
-        let run = try AttachedRun(sandbox, session: "timeout", ["timeout", "5", "sleep", "100"])
+        let run = try BackgroundProgram(sandbox, session: "timeout", ["timeout", "5", "sleep", "100"])
         sandbox.waitForWaits(session) { waits in waits.contains { $0.kind == "timer" } && waits.contains { $0.kind == "sleep" } }
         try session.advance(by: .seconds(4))
         expectStillWaiting(run, sandbox, session, kind: "timer", remaining: Self.second)
@@ -51,7 +51,7 @@ struct WaitTests {
     @Test("Swift: Task.sleep(for: .seconds(60)) wakes at +60 s, not at +30 s")
     func swiftTaskSleep() throws {
         let (sandbox, session) = try Sandbox.frozenSession("task")
-        let run = try AttachedRun(sandbox, session: "task", [Build.swiftProbe, "task-sleep", "60"])
+        let run = try BackgroundProgram(sandbox, session: "task", [Build.swiftProbe, "task-sleep", "60"])
         // ContinuousClock is CLOCK_BOOTTIME; libdispatch also keeps a monotonic timer of its own.
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.clock == "CLOCK_BOOTTIME" } }
         try session.advance(by: .seconds(30))
@@ -64,7 +64,7 @@ struct WaitTests {
     @Test("Swift: DispatchQueue.main.asyncAfter(deadline: .now() + 30) fires at +30 s")
     func swiftAsyncAfter() throws {
         let (sandbox, session) = try Sandbox.frozenSession("dispatch")
-        let run = try AttachedRun(sandbox, session: "dispatch", [Build.swiftProbe, "dispatch-after", "30"])
+        let run = try BackgroundProgram(sandbox, session: "dispatch", [Build.swiftProbe, "dispatch-after", "30"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" && $0.remainingNanoseconds == 30 * Self.second } }
         try session.advance(by: .seconds(29))
         usleep(300_000)
@@ -84,7 +84,7 @@ struct WaitTests {
                 start = time.monotonic_ns(); await asyncio.sleep(10); print("asyncio.sleep", time.monotonic_ns() - start, flush=True)
             asyncio.run(main())
             """
-        let run = try AttachedRun(sandbox, session: "python", ["python3", "-c", script])
+        let run = try BackgroundProgram(sandbox, session: "python", ["python3", "-c", script])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         try session.advance(by: .seconds(9))
         expectStillWaiting(run, sandbox, session, kind: "sleep", remaining: Self.second)
@@ -152,7 +152,7 @@ struct WaitTests {
     ])
     func cWaitsTimeOut(arguments: [String], kind: String, outcome: String) throws {
         let (sandbox, session) = try Sandbox.frozenSession("c")
-        let run = try AttachedRun(sandbox, session: "c", [try CFixture.path("wait_probe")] + arguments)
+        let run = try BackgroundProgram(sandbox, session: "c", [try CFixture.path("wait_probe")] + arguments)
         // Timers register when armed, before the probe reads back what is left and
         // starts measuring at "ready"; a tick in between would shorten what it sees.
         #expect(run.line(startingWith: "ready") != nil)
@@ -171,7 +171,7 @@ struct WaitTests {
     ])
     func eventsWin(kind: String, outcome: String) throws {
         let (sandbox, _) = try Sandbox.frozenSession("event")
-        let run = try AttachedRun(sandbox, session: "event", [try CFixture.path("wait_probe"), kind])
+        let run = try BackgroundProgram(sandbox, session: "event", [try CFixture.path("wait_probe"), kind])
         #expect(run.exitStatus() == 0)
         #expect(run.line(startingWith: "result=") == outcome)
     }
@@ -179,7 +179,7 @@ struct WaitTests {
     @Test("a periodic timerfd counts the expirations a tick passes")
     func periodicTimerfd() throws {
         let (sandbox, session) = try Sandbox.frozenSession("timerfd")
-        let run = try AttachedRun(sandbox, session: "timerfd", [try CFixture.path("wait_probe"), "timerfd-periodic", "250", "40"])
+        let run = try BackgroundProgram(sandbox, session: "timerfd", [try CFixture.path("wait_probe"), "timerfd-periodic", "250", "40"])
         #expect(run.line(startingWith: "ready") != nil)  // armed before "ready": see cWaitsTimeOut
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "timerfd" } }
         try session.advance(by: .seconds(10))
@@ -191,7 +191,7 @@ struct WaitTests {
     @Test("nanosleep interrupted by a signal reports the virtual time left (SA_RESTART or not)")
     func interruptedNanosleep() throws {
         let (sandbox, session) = try Sandbox.frozenSession("eintr")
-        let run = try AttachedRun(sandbox, session: "eintr", [try CFixture.path("wait_probe"), "nanosleep-eintr", "100"])
+        let run = try BackgroundProgram(sandbox, session: "eintr", [try CFixture.path("wait_probe"), "nanosleep-eintr", "100"])
         sandbox.waitForWaits(session) { $0.contains { $0.kind == "sleep" } }
         try session.advance(by: .seconds(30))
         kill(run.process.processIdentifier, SIGUSR1)  // timectl passes it on
@@ -202,7 +202,7 @@ struct WaitTests {
     @Test("an absolute wall-clock deadline is passed by a set that jumps over it")
     func wallClockJump() throws {
         let (sandbox, session) = try Sandbox.frozenSession("jump")
-        let run = try AttachedRun(sandbox, session: "jump", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
+        let run = try BackgroundProgram(sandbox, session: "jump", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
         #expect(waits.first?.clock == "CLOCK_REALTIME")
         #expect(waits.first?.deadline == "2016-01-01T13:00:00Z")
@@ -227,7 +227,7 @@ struct WaitTests {
     @Test("tick --to-next with sleepers due at +3 s and +7 s lands on +3 s and wakes only the first")
     func tickToNext() throws {
         let (sandbox, session) = try Sandbox.frozenSession("next")
-        let run = try AttachedRun(sandbox, session: "next", ["sh", "-c", "sleep 3 & sleep 7 & wait"])
+        let run = try BackgroundProgram(sandbox, session: "next", ["sh", "-c", "sleep 3 & sleep 7 & wait"])
         let waits = sandbox.waitForWaits(session) { $0.count == 2 }
         let first = try #require(waits.first)
         let before = session.monotonicNanoseconds
@@ -251,7 +251,7 @@ struct WaitTests {
     @Test("status --json lists pending waits with pid, thread, kind, clock and deadline")
     func statusListsWaits() throws {
         let (sandbox, session) = try Sandbox.frozenSession("listed")
-        let run = try AttachedRun(sandbox, session: "listed", ["sleep", "42"])
+        let run = try BackgroundProgram(sandbox, session: "listed", ["sleep", "42"])
         sandbox.waitForWaits(session) { !$0.isEmpty }
         let result = try sandbox.timectl("--session", "listed", "status", "--json")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
@@ -275,8 +275,8 @@ struct WaitTests {
     @Test("status, pendingWaits(), the scheduler and tick --to-next read the same waits")
     func oneReadingOfTheWaitTable() throws {
         let (sandbox, session) = try Sandbox.frozenSession("table")
-        let wall = try AttachedRun(sandbox, session: "table", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
-        let sleeper = try AttachedRun(sandbox, session: "table", ["sleep", "20"])
+        let wall = try BackgroundProgram(sandbox, session: "table", [try CFixture.path("wait_probe"), "abs-wall-sleep", "3600"])
+        let sleeper = try BackgroundProgram(sandbox, session: "table", ["sleep", "20"])
         let listed = sandbox.waitForWaits(session) { $0.count == 2 }
         #expect(listed.map(\.clock) == ["CLOCK_MONOTONIC", "CLOCK_REALTIME"])
         #expect(listed.map(\.remainingNanoseconds) == [20 * Self.second, 3600 * Self.second])
@@ -331,7 +331,7 @@ struct WaitTests {
     func robustness() throws {
         let (sandbox, session) = try Sandbox.frozenSession("robust")
         // Killed while waiting: its entry disappears from status.
-        let killed = try AttachedRun(sandbox, session: "robust", ["sleep", "100"])
+        let killed = try BackgroundProgram(sandbox, session: "robust", ["sleep", "100"])
         let waits = sandbox.waitForWaits(session) { !$0.isEmpty }
         let pid = try #require(waits.first?.pid)
         kill(pid, SIGKILL)
@@ -339,7 +339,7 @@ struct WaitTests {
         #expect(sandbox.waitForWaits(session) { $0.isEmpty }.isEmpty)
 
         // A process that exits while one of its threads sleeps.
-        let exiting = try AttachedRun(sandbox, session: "robust", ["python3", "-c", """
+        let exiting = try BackgroundProgram(sandbox, session: "robust", ["python3", "-c", """
             import os, threading, time
             threading.Thread(target=time.sleep, args=(100,), daemon=True).start()
             time.sleep(1)
@@ -351,7 +351,7 @@ struct WaitTests {
         #expect(sandbox.waitForWaits(session) { $0.isEmpty }.isEmpty)
 
         // Removing the session lets its waiters run out on real time instead of hanging.
-        let orphaned = try AttachedRun(sandbox, session: "robust", ["sleep", "1"])
+        let orphaned = try BackgroundProgram(sandbox, session: "robust", ["sleep", "1"])
         sandbox.waitForWaits(session) { !$0.isEmpty }
         try session.remove(force: true)
         #expect(orphaned.exitStatus(guardSeconds: 30) == 0)

@@ -93,7 +93,7 @@ struct WallFreezeTests {
           arguments: [["abs-wall-sleep", "1"], ["cond", "realtime", "1"]])
     func absoluteWallWaitWaitsForAVerb(arguments: [String]) throws {
         let (sandbox, session) = try Self.wallFrozen("wall")
-        let run = try AttachedRun(sandbox, session: "wall", [try CFixture.path("wait_probe")] + arguments)
+        let run = try BackgroundProgram(sandbox, session: "wall", [try CFixture.path("wait_probe")] + arguments)
         sandbox.waitForWaits(session) { $0.contains { $0.clock == "CLOCK_REALTIME" } }
         usleep(1_500_000)  // longer than the wait's 1 s: it must still be waiting
         #expect(run.isRunning, "an absolute wall-clock wait ended while the wall stood still: \(run.output)")

@@ -4,80 +4,11 @@ import Glibc
 import TimeShimC
 
 /// The processes a scheduler is responsible for, and whether every one of
-/// their threads is blocked — decided from the kernel's own state of those
-/// threads, never from a real-time guess.
-///
-/// **Which processes.** The `roots` (the session's attached processes, the
-/// processes a harness spawned, `timectl run`'s own process) and everything
-/// descended from them, found through `/proc/PID/task/TID/children`. The
-/// scheduler's own process is a root for its children only: its threads are
-/// never judged, and only its main thread's children are followed — the
-/// thread that spawns the command, and the one the kernel re-parents
-/// orphans to when the process is their subreaper. The exception is a
-/// process that is itself on the session (`judgingOwnThreads`: a test's own
-/// process under TimeControlKitTesting's trait, whose own code waits on the
-/// session): its threads are judged like any others', but for the one that
-/// looks.
-///
-/// **Blocked** means `/proc/PID/task/TID/stat` says sleeping (`S`), stopped
-/// (`T`, `t`), idle (`I`) or parked (`P`), and `/proc/PID/task/TID/wchan`
-/// names what it waits in; or that it is dead (`Z`, `X`) and has woken its
-/// parent (a `children` read after the `Z` makes sure of it). A thread in
-/// uninterruptible sleep (`D`: paging in, disk I/O) goes on by itself, so it
-/// counts as running. The state letter alone is not enough: a thread
-/// preempted between marking itself asleep and calling into the scheduler
-/// stays runnable, on the run queue, while `stat` already says `S`; since
-/// Linux 5.16 `wchan` reads `0` for any thread on the run queue (and for a
-/// woken thread that has not run yet). For a process whose wait channel this
-/// user may not read (another user's, a setuid program's), `wchan` always
-/// reads `0`, and the state letter is all there is.
-///
-/// **Quiescent** (one ``look(from:ignoring:)``) means three passes over the
-/// same threads: (1) every thread's run count — the third field of
-/// `/proc/.../schedstat`, which the kernel bumps each time it puts the
-/// thread on a CPU — read while the thread is off the CPU (see below);
-/// (2) every thread blocked; (3) every run count again, unchanged. A thread
-/// off the CPU with a count that then stays the same was never put back on
-/// a CPU, and a thread cannot leave the run queue without running; so each
-/// thread, blocked in pass 2, was off the run queue from the end of pass 1
-/// on: at that instant every thread was blocked, and none ran until pass 3.
-/// Wake-ups are synchronous in the kernel: a thread woken by another is
-/// runnable before its waker blocks again. So any activity — a chain of
-/// wake-ups across processes, a fork, a thread created — shows up as a
-/// running thread or a changed run count.
-///
-/// **A count read off the CPU.** The count counts arrivals on a CPU, not
-/// departures: a thread that was running when its count was read can go on
-/// to wake another thread, fork, and block, all without a new count. So
-/// pass 1 takes a thread's count from the last look whose third pass found
-/// it unchanged (the thread was off the CPU from that look's check on), or
-/// reads it afresh and then checks that the thread is blocked — for a
-/// thread that ran lately, was never read, or that the last step woke. A
-/// fresh count equal to the kept one needs no check: the thread has not
-/// been on a CPU since it was off it. The suspect (below) comes first, and
-/// is checked whatever its count, so a look fails at once if it runs,
-/// usually after a read or two. Then, per process, the number of threads
-/// (the `st_nlink` of `/proc/PID/task`, 2 + threads): a thread is only made by a thread of
-/// its process that ran, so an unchanged number with unchanged counts means
-/// the same threads; a changed one makes the look fail after listing them
-/// again. A thread's `children` are read again only when its count is not
-/// the one they were read with (a fork runs the parent) or was not read
-/// while the thread was off the CPU (a thread found running keeps that
-/// count while it forks and blocks: reusing a list read then would miss a
-/// child that has not run yet, and so has not attached itself either), when a process
-/// found in them ran (it may have made a sibling with `CLONE_PARENT`), or
-/// after any watched thread or process went away (its children moved to a
-/// reaper, and the look fails). A thread that was blocked at an earlier
-/// check and has not run since is still in that same wait, or has been
-/// woken and not run yet: its wait channel alone tells which (`0` when
-/// woken), so its check reads only `wchan`, not `stat`; a thread found dead
-/// stays dead. Passes 1 and 2 begin with the *suspect*, the thread that
-/// made the last look fail (or that the last step woke), and pass 2 goes on
-/// with the threads that ran lately, then the quiet ones: a look that fails
-/// usually fails early. Descriptors stay open across looks (the
-/// kernel regenerates a `/proc` file on every read from offset 0), and are
-/// read with the system call itself (not libc's `pread`, a cancellation
-/// point that costs a little more).
+/// their threads is blocked, decided from the kernel's own state of those
+/// threads and never from a real-time guess. docs/scheduler.md explains
+/// which processes, what counts as blocked, why one look makes three passes,
+/// and each shortcut that keeps a look cheap; read it before changing a
+/// pass, since each rests on what the kernel guarantees there.
 final class ProcessWatch {
     /// One thread, as one look saw it: blocked, with its run count.
     struct Thread: Equatable {
@@ -98,7 +29,7 @@ final class ProcessWatch {
     private let judgingOwnThreads: Bool
     /// The thread that looks (the one never judged), when this process's threads are judged; 0 otherwise.
     private var lookingThread: Int32 = 0
-    private let files = ProcFiles()
+    private let files = ProcFS.ThreadReader()
     /// The processes of the last walk, by pid, with their threads' open files.
     private var watched: [Int32: WatchedProcess] = [:]
     /// This process's main thread: only its children are followed.
@@ -125,7 +56,7 @@ final class ProcessWatch {
     init(roots: @escaping () -> [Int32], judgingOwnThreads: Bool = false) {
         self.roots = roots
         self.judgingOwnThreads = judgingOwnThreads
-        ownThread = WatchedThread(pid: ownPID, tid: ownPID, directory: "/proc/\(ownPID)/task/\(ownPID)/")
+        ownThread = WatchedThread(pid: ownPID, tid: ownPID)
     }
 
     deinit {
@@ -141,7 +72,7 @@ final class ProcessWatch {
         suspect = thread
     }
 
-    /// One look (three passes, see above): every watched thread, or nil as
+    /// One look (three passes, docs/scheduler.md): every watched thread, or nil as
     /// soon as one is running or ran during the look. `ignoring` processes
     /// are still followed to their children, but their threads are not
     /// judged. `from` are the roots to start from (`roots()` by default).
@@ -164,7 +95,7 @@ final class ProcessWatch {
             }
         }
         for process in watched.values {
-            if ignored.contains(process.pid) {  // not counted: taken as having run (see CLONE_PARENT above)
+            if ignored.contains(process.pid) {  // not counted: taken as having run (CLONE_PARENT: docs/scheduler.md, "Children lists")
                 sequence &+= 1
                 process.ranAt = sequence
                 continue
@@ -331,8 +262,8 @@ final class ProcessWatch {
                     }
                 }
             }
-            // After those counts: the number of threads (see "Cheap passes").
-            guard let threadCount = files.threadCount(process) else {  // gone
+            // After those counts: the number of threads (docs/scheduler.md, "Threads per process").
+            guard let threadCount = ProcFS.threadCount(taskDirectory: process.taskDirectory) else {  // gone
                 if process.seenAlive {
                     // It ran to its end since the last walk, and any children it had moved to a reaper
                     // whose list may have been read already: look again. (A pid that was never seen
@@ -413,22 +344,12 @@ private final class WatchedProcess {
 
     init(pid: Int32) {
         self.pid = pid
-        leader = WatchedThread(pid: pid, tid: pid, directory: "/proc/\(pid)/task/\(pid)/")
+        leader = WatchedThread(pid: pid, tid: pid)
         threads = [leader]
-        taskDirectory = open("/proc/\(pid)/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        channelsReadable = Self.canReadChannels(of: pid)
+        taskDirectory = ProcFS.openTaskDirectory(of: pid)
+        channelsReadable = ProcFS.mayReadMemory(of: pid)
         leader.process = self
         listThreads()
-    }
-
-    /// The kernel shows a wait channel only to those allowed to read the
-    /// process's memory (ptrace read access); `environ` has the same rule and
-    /// says so plainly, with EACCES.
-    private static func canReadChannels(of pid: Int32) -> Bool {
-        let fd = open("/proc/\(pid)/environ", O_RDONLY | O_CLOEXEC)
-        let readable = fd >= 0 || errno != EACCES
-        if fd >= 0 { Glibc.close(fd) }
-        return readable
     }
 
     /// Lists the threads afresh, keeping the open files of those still there;
@@ -436,16 +357,7 @@ private final class WatchedProcess {
     @discardableResult
     func listThreads() -> Bool {
         needsListing = false
-        var tids: [Int32] = []
-        if let directory = opendir("/proc/\(pid)/task") {
-            while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                    String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-                }
-                if let tid = Int32(name) { tids.append(tid) }
-            }
-            closedir(directory)
-        }
+        let tids = ProcFS.threads(of: pid)
         var kept: [WatchedThread] = []
         for thread in threads {
             if !thread.stale && tids.contains(thread.tid) { kept.append(thread) } else if thread !== leader { thread.close() }
@@ -453,7 +365,7 @@ private final class WatchedProcess {
         if leader.stale { leader.close() }  // reopened at the next read
         var found = false
         for tid in tids where !kept.contains(where: { $0.tid == tid }) {
-            let thread = tid == pid ? leader : WatchedThread(pid: pid, tid: tid, directory: "/proc/\(pid)/task/\(tid)/")
+            let thread = tid == pid ? leader : WatchedThread(pid: pid, tid: tid)
             thread.process = self
             kept.append(thread)
             found = true
@@ -470,22 +382,15 @@ private final class WatchedProcess {
     }
 }
 
-/// A watched thread: its `/proc` files, opened at first read and read
-/// again with `pread`, and what the last looks learnt about it.
-private final class WatchedThread {
-    let pid: Int32
-    let tid: Int32
-    let directory: String
-    /// Open descriptors by ``ProcFile`` (-1: not open yet).
-    var files: (Int32, Int32, Int32, Int32, Int32) = (-1, -1, -1, -1, -1)
+/// A watched thread: its `/proc` files (kept open, see ``ProcFS/ThreadFiles``),
+/// and what the last looks learnt about it.
+private final class WatchedThread: ProcFS.ThreadFiles {
     /// The run count of the current look's pass 1.
     var runs: UInt64 = 0
     /// The run count read before the last pass 2 that found it blocked (nil: it ran since, or never was).
     var blockedSinceRuns: UInt64?
     /// That pass 2 found it dead.
     var blockedDead = false
-    /// A read failed: the thread is gone (its descriptors never show another thread that took its id).
-    var stale = false
     weak var process: WatchedProcess?
     /// The run count read last (nil: never), the look that found it changed, and the look that read it afresh.
     var lastRuns: UInt64?
@@ -499,182 +404,11 @@ private final class WatchedThread {
     var childrenEpoch: UInt64 = 0
     var childrenReadAt: UInt64 = 0
 
-    init(pid: Int32, tid: Int32, directory: String) {
-        self.pid = pid
-        self.tid = tid
-        self.directory = directory
-    }
-
     func close() {
-        for fd in [files.0, files.1, files.2, files.3, files.4] where fd >= 0 { Glibc.close(fd) }
-        files = (-1, -1, -1, -1, -1)
+        closeFiles()
         blockedSinceRuns = nil
-        stale = false
         lastRuns = nil
         quietRuns = nil
         childrenRuns = nil
     }
-
-    func descriptor(_ file: ProcFile) -> Int32 {
-        switch file {
-        case .stat: files.0
-        case .schedstat: files.1
-        case .status: files.2
-        case .children: files.3
-        case .wchan: files.4
-        }
-    }
-
-    func setDescriptor(_ file: ProcFile, _ fd: Int32) {
-        switch file {
-        case .stat: files.0 = fd
-        case .schedstat: files.1 = fd
-        case .status: files.2 = fd
-        case .children: files.3 = fd
-        case .wchan: files.4 = fd
-        }
-    }
-}
-
-/// The `/proc/PID/task/TID/` files a watch reads.
-private enum ProcFile: String {
-    case stat, schedstat, status, children, wchan
-}
-
-/// Reads and parses the `/proc` files of watched threads, into one buffer.
-private final class ProcFiles {
-    struct ThreadState {
-        var blocked: Bool
-        var dead: Bool
-    }
-
-    private var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-    /// Whether `schedstat` exists (the kernel may be built without it).
-    private let hasSchedstat = access("/proc/self/schedstat", F_OK) == 0
-
-    deinit { buffer.deallocate() }
-
-    func stat(_ thread: WatchedThread) -> ThreadState? {
-        guard let count = read(thread, .stat) else { return nil }
-        // "PID (COMM) S ...": the command may hold anything, so the state follows its last ')'.
-        var close = count - 1
-        while close >= 0 && buffer[close] != UInt8(ascii: ")") { close -= 1 }
-        guard close >= 0, close + 2 < count else { return nil }
-        let state = buffer[close + 2]
-        let dead = state == UInt8(ascii: "Z") || state == UInt8(ascii: "X")
-        let blocked = dead || state == UInt8(ascii: "S") || state == UInt8(ascii: "T") || state == UInt8(ascii: "t")
-            || state == UInt8(ascii: "I") || state == UInt8(ascii: "P")
-        return ThreadState(blocked: blocked, dead: dead)
-    }
-
-    /// Whether the thread is off the run queue, waiting in the kernel: its
-    /// wait channel is a symbol, not `0`. Nil when it is gone.
-    func waitsInKernel(_ thread: WatchedThread) -> Bool? {
-        guard let count = read(thread, .wchan) else { return nil }
-        return !(count == 1 && buffer[0] == UInt8(ascii: "0"))
-    }
-
-    /// How many times the thread has been scheduled onto a CPU; nil when it is gone.
-    func runCount(_ thread: WatchedThread) -> UInt64? {
-        if hasSchedstat {
-            // "RUNTIME WAIT TIMESLICES\n"
-            guard let count = read(thread, .schedstat) else { return nil }
-            var index = 0, field = 0
-            while index < count && field < 2 {
-                if buffer[index] == UInt8(ascii: " ") { field += 1 }
-                index += 1
-            }
-            var end = index
-            while end < count && buffer[end] >= UInt8(ascii: "0") && buffer[end] <= UInt8(ascii: "9") { end += 1 }
-            return number(from: index, to: end).map(UInt64.init)
-        }
-        // Without schedstat: the voluntary and involuntary context switches.
-        guard let count = read(thread, .status) else { return nil }
-        var total: UInt64 = 0
-        var lineStart = 0
-        while lineStart < count {
-            var lineEnd = lineStart
-            while lineEnd < count && buffer[lineEnd] != UInt8(ascii: "\n") { lineEnd += 1 }
-            if starts(at: lineStart, with: Self.voluntary) || starts(at: lineStart, with: Self.involuntary) {
-                var digit = lineStart
-                while digit < lineEnd && (buffer[digit] < UInt8(ascii: "0") || buffer[digit] > UInt8(ascii: "9")) { digit += 1 }
-                total += UInt64(number(from: digit, to: lineEnd) ?? 0)
-            }
-            lineStart = lineEnd + 1
-        }
-        return total
-    }
-
-    /// The number of the process's threads, nil when it is gone.
-    func threadCount(_ process: WatchedProcess) -> Int? {
-        var status = Glibc.stat()
-        guard process.taskDirectory >= 0, fstat(process.taskDirectory, &status) == 0, status.st_nlink > 2 else { return nil }
-        return Int(status.st_nlink) - 2
-    }
-
-    /// Appends the thread's children to `pids` (none if it is gone).
-    func appendChildren(of thread: WatchedThread, to pids: inout [Int32]) {
-        guard let count = read(thread, .children) else { return }
-        var index = 0
-        while index < count {
-            while index < count && buffer[index] == UInt8(ascii: " ") { index += 1 }
-            let start = index
-            while index < count && buffer[index] != UInt8(ascii: " ") { index += 1 }
-            if let pid = number(from: start, to: index) { pids.append(Int32(pid)) }
-        }
-    }
-
-    /// Reads the whole file into `buffer`; nil if it cannot be read (the
-    /// thread is gone: marked stale, its descriptors closed at its next listing).
-    private func read(_ thread: WatchedThread, _ file: ProcFile) -> Int? {
-        if thread.stale { return nil }
-        var fd = thread.descriptor(file)
-        if fd < 0 {
-            fd = Glibc.open(thread.directory + file.rawValue, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                thread.stale = true
-                return nil
-            }
-            thread.setDescriptor(file, fd)
-        }
-        var count = readFromStart(fd)
-        // A long children list (hundreds of them) fills the buffer: grow it and read again.
-        while count == buffer.count {
-            let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 8)
-            buffer.deallocate()
-            buffer = larger
-            count = readFromStart(fd)
-        }
-        if count > 0 || (count == 0 && file == .children) { return count }
-        // An empty children list reads as 0 bytes: that is an answer, not a failure.
-        // Otherwise a stale descriptor: the thread exited (its id may now be another's).
-        thread.stale = true
-        return nil
-    }
-
-    /// pread(2) itself: libc's wrapper is a cancellation point, which costs a little on each of the many reads of a look.
-    private func readFromStart(_ fd: Int32) -> Int {
-        let result = tc_proc_pread(fd, buffer.baseAddress, buffer.count)
-        return result < 0 ? -1 : result
-    }
-
-    private func starts(at index: Int, with prefix: [UInt8]) -> Bool {
-        guard index + prefix.count <= buffer.count else { return false }
-        for (offset, byte) in prefix.enumerated() where buffer[index + offset] != byte { return false }
-        return true
-    }
-
-    private func number(from start: Int, to end: Int) -> Int? {
-        guard start < end else { return nil }
-        var value = 0
-        for index in start..<end {
-            let digit = buffer[index]
-            guard digit >= UInt8(ascii: "0"), digit <= UInt8(ascii: "9") else { return nil }
-            value = value &* 10 &+ Int(digit - UInt8(ascii: "0"))
-        }
-        return value
-    }
-
-    private static let voluntary = Array("voluntary_ctxt_switches:".utf8)
-    private static let involuntary = Array("nonvoluntary_ctxt_switches:".utf8)
 }

@@ -57,6 +57,8 @@ final class SessionScheduler: @unchecked Sendable {
     let session: TimeSession
     let watch: ProcessWatch
     private var waitTable: SegmentMapping.WaitTableBuffer
+    /// The threads of the last look, for the reading of the wait table that follows it.
+    private var liveThreads = TimeSession.LiveThreads()
     /// The names of the processes seen waiting, for the step guard's message.
     private var names = ProcessNames()
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
@@ -110,7 +112,7 @@ final class SessionScheduler: @unchecked Sendable {
 
     /// The session's attached processes and the processes spawned by `session` (the harness's view).
     static func harnessRoots(of session: TimeSession) -> () -> [Int32] {
-        let attached = AttachedPIDs(session: session)
+        let attached = RunningRegisteredPIDs(session: session)
         return { [weak session] in
             guard let session else { return [] }
             return attached.current() + session.spawnedProcessIDs()
@@ -125,7 +127,12 @@ final class SessionScheduler: @unchecked Sendable {
     func evaluate() -> Evaluation {
         let changes = waitChanges
         guard let look = watch.look() else { return .busy }
-        let waits = session.pendingWaits(seen: look, buffer: &waitTable, names: &names)
+        liveThreads.removeAll()
+        for thread in look.threads { liveThreads.insert(pid: thread.pid, tid: thread.tid) }
+        let reading = session.readWaitTable(knownLive: liveThreads, buffer: &waitTable, names: &names)
+        // Before the check of the wait table's counter below, which a freed slot bumps, as any wait ending does.
+        session.releaseWaits(reading.ownersGone)
+        let waits = reading.waits
         if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
         guard waitChanges == changes else { return .busy }
         let blocked = blockedThreads(look, waits: waits)
@@ -458,14 +465,14 @@ struct LoopGuard {
               let busiest = rises.max(by: { $0.rise < $1.rise }),
               scheduler.watch.look(ignoring: Set(rises.map(\.pid))) != nil
         else { return }
-        throw .livelock(pid: busiest.pid, command: AttachedProcess.command(of: busiest.pid), immediateWaits: Int(busiest.rise))
+        throw .livelock(pid: busiest.pid, command: ProcFS.command(of: busiest.pid) ?? "?", immediateWaits: Int(busiest.rise))
     }
 }
 
 /// The pids of a session's process table whose processes still run. Each
 /// entry is checked once against a recycled pid (the fuller check reads
 /// /proc), then trusted until the entry changes.
-final class AttachedPIDs {
+final class RunningRegisteredPIDs {
     private struct Entry: Hashable {
         var pid: Int32
         var registered: Int64
@@ -485,7 +492,7 @@ final class AttachedPIDs {
         if rows == lastRows { return lastPIDs }
         var next: [Entry: Bool] = [:]
         for entry in rows {
-            next[entry] = verdicts[entry] ?? (AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
+            next[entry] = verdicts[entry] ?? (RunningProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
         }
         verdicts = next
         lastRows = rows

@@ -28,9 +28,9 @@ import SystemPackage
 enum ShimBuild {
     /// `Sources/TimeShimC` of the sources this library was compiled from.
     static let sourceDirectory: String = {
-        let thisFile = #filePath
-        let kitDirectory = Attachment.parent(of: thisFile)
-        return Attachment.parent(of: kitDirectory) + "/TimeShimC"
+        let thisFile = #filePath  // Sources/TimeControlKit/Shim/ShimBuild.swift
+        let kitDirectory = FilePaths.parent(of: FilePaths.parent(of: thisFile))
+        return FilePaths.parent(of: kitDirectory) + "/TimeShimC"
     }()
 
     static let argumentsFileName = "shim-cc-arguments"
@@ -64,9 +64,9 @@ enum ShimBuild {
         let cache = try cacheDirectory(environment: environment)
         let directory = cache + "/shim-" + key
         let shim = directory + "/libTimeShim.so"
-        let loader = directory + "/" + Attachment.staticLoaderName
+        let loader = directory + "/" + ShimEnvironment.staticLoaderName
         func complete() -> Bool {
-            access(shim, R_OK) == 0 && (try? Attachment.verifyShim(shim)) != nil && access(loader, X_OK) == 0
+            access(shim, R_OK) == 0 && (try? ShimEnvironment.verifyShim(shim)) != nil && access(loader, X_OK) == 0
         }
         if complete() { return shim }
 
@@ -95,7 +95,7 @@ enum ShimBuild {
         }
         try compile(compiler: compiler, arguments: arguments + ["-o", temporary], in: source, log: log)
         do throws(TimeControlError) {
-            try Attachment.verifyShim(temporary)
+            try ShimEnvironment.verifyShim(temporary)
         } catch {
             unlink(temporary)
             throw error

@@ -8,11 +8,11 @@ import TimeShimC
 /// Runs a command attached to a session, the way `timectl run` does:
 /// refuses programs a preload shim cannot control, passes signals on, and
 /// reports the child's exit status (128+N when killed by signal N).
-public struct AttachedCommand: Sendable {
+public struct CommandRunner: Sendable {
     /// The command and its arguments; the command is looked up in `PATH`.
     public let arguments: [String]
     /// The session it attaches to, and the shim it uses.
-    public let attachment: Attachment
+    public let shimEnvironment: ShimEnvironment
     /// What happens to processes the command leaves running when it exits by itself.
     public var leftovers: LeftoverProcesses
     /// Whether programs the shim cannot control (setuid, other architectures) run on
@@ -21,15 +21,25 @@ public struct AttachedCommand: Sendable {
     /// environment does the same).
     public var allowingUncontrolled: Bool
 
-
     /// A command to run attached.
-    public init(arguments: [String], attachment: Attachment, leftovers: LeftoverProcesses = .report,
+    public init(arguments: [String], shimEnvironment: ShimEnvironment, leftovers: LeftoverProcesses = .report,
                 allowingUncontrolled: Bool = false) {
         self.arguments = arguments
-        self.attachment = attachment
+        self.shimEnvironment = shimEnvironment
         self.leftovers = leftovers
         self.allowingUncontrolled = allowingUncontrolled
     }
+
+    /// The old spelling of ``init(arguments:shimEnvironment:leftovers:allowingUncontrolled:)``.
+    @available(*, deprecated, renamed: "init(arguments:shimEnvironment:leftovers:allowingUncontrolled:)")
+    public init(arguments: [String], attachment: ShimEnvironment, leftovers: LeftoverProcesses = .report,
+                allowingUncontrolled: Bool = false) {
+        self.init(arguments: arguments, shimEnvironment: attachment, leftovers: leftovers, allowingUncontrolled: allowingUncontrolled)
+    }
+
+    /// The old name of ``shimEnvironment``.
+    @available(*, deprecated, renamed: "shimEnvironment")
+    public var attachment: ShimEnvironment { shimEnvironment }
 
     /// Signals passed on to the child when another process sends them to
     /// timectl. Terminal-generated ones (Ctrl-C) already reach the child,
@@ -126,7 +136,7 @@ public struct AttachedCommand: Sendable {
                                  environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> (status: Int32, report: AutoAdvance.Report) {
         try Self.check(arguments, environment: environment, allowingUncontrolled: allowingUncontrolled)  // refused before the session is claimed or frozen
         if adoptingOrphans { _ = tc_become_subreaper() }
-        let attached = AttachedPIDs(session: session)
+        let attached = RunningRegisteredPIDs(session: session)
         let ownPID = getpid()
         let child = ChildProcess()
         let run = RunProcesses()
@@ -180,8 +190,8 @@ public struct AttachedCommand: Sendable {
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
         let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
-        let spawned = try attachment.commandLine(for: program, executable: executable, arguments: arguments, as: command)
-        var childEnvironment = attachment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
+        let spawned = try shimEnvironment.commandLine(for: program, executable: executable, arguments: arguments, as: command)
+        var childEnvironment = shimEnvironment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
             .filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") } + [TC_RUN_VARIABLE + "=" + run.token]
         if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
 
@@ -204,7 +214,7 @@ public struct AttachedCommand: Sendable {
             return 128 + signal
         }
 
-        try run.startGuardian(removing: attachment.privateSegment)
+        try run.startGuardian(removing: shimEnvironment.privateSegment)
         defer { run.disarmGuardian() }
         let child = try Spawn.start(spawned.executable, arguments: spawned.arguments, options: .init(environment: childEnvironment))
         started(child)
@@ -265,6 +275,10 @@ public struct AttachedCommand: Sendable {
         }
     }
 }
+
+/// The old name of ``CommandRunner``.
+@available(*, deprecated, renamed: "CommandRunner")
+public typealias AttachedCommand = CommandRunner
 
 /// What to do with the processes a command leaves running when it exits
 /// by itself (a daemon it started on purpose).
@@ -348,20 +362,8 @@ final class RunProcesses: @unchecked Sendable {
             left = running()
         }
         for pid in left {
-            let line = "timectl: pid \(pid) (\(Self.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
+            let line = "timectl: pid \(pid) (\(ProcFS.commandLine(of: pid))) is still running attached to the session; it keeps running (end it with 'kill \(pid)', or run with --end-leftovers)\n"
             _ = line.withCString { write(2, $0, strlen($0)) }
         }
-    }
-
-    static func commandLine(of pid: Int32) -> String {
-        let fd = open("/proc/\(pid)/cmdline", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return "?" }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let got = read(fd, &buffer, buffer.count)
-        guard got > 0 else { return "?" }
-        let words = buffer.prefix(got).split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
-        let text = words.joined(separator: " ")
-        return got == buffer.count ? text + "…" : text
     }
 }

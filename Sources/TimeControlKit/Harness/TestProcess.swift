@@ -65,17 +65,17 @@ public enum TestProcess {
 
     /// The running program's file, as the kernel started it (`/proc/self/exe`).
     public static func executable() throws(TimeControlError) -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { throw .system(call: "readlink", path: "/proc/self/exe", errno: .init(rawValue: errno)) }
-        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let path = ProcFS.ownExecutablePath() else {
+            throw .system(call: "readlink", path: ProcFS.ownExecutable, errno: .init(rawValue: errno))
+        }
+        return path
     }
 
     /// `TIMECTL_TEST_PROGRAM`'s value for the running program: its file's "DEVICE:INODE".
     public static func programMarker() throws(TimeControlError) -> String {
         var info = stat()
-        guard stat("/proc/self/exe", &info) == 0 else {
-            throw .system(call: "stat", path: "/proc/self/exe", errno: .init(rawValue: errno))
+        guard stat(ProcFS.ownExecutable, &info) == 0 else {
+            throw .system(call: "stat", path: ProcFS.ownExecutable, errno: .init(rawValue: errno))
         }
         return "\(UInt64(info.st_dev)):\(UInt64(info.st_ino))"
     }
@@ -85,13 +85,13 @@ public enum TestProcess {
     /// where parallel tests all waiting for the one build would hold every thread.
     @discardableResult
     public static func prepareShim() async throws -> String {
-        try await onOwnThread { try Attachment.locateShim() }
+        try await onOwnThread { try ShimEnvironment.locateShim() }
     }
 
     /// Opens the session of `assignment` (the segment the parent made; it is the parent's to end).
     public static func openSession(_ assignment: Assignment) throws(TimeControlError) -> TimeSession {
         let path = assignment.segmentPath
-        let directory = Attachment.parent(of: path)
+        let directory = FilePaths.parent(of: path)
         var file = Substring(path[path.index(after: path.lastIndex(of: "/") ?? path.startIndex)...])
         if file.hasSuffix(".seg") { file = file.dropLast(4) }
         return try TimeSession.open(named: String(file), in: SessionDirectory(path: directory))

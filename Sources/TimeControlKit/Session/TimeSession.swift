@@ -291,9 +291,9 @@ public final class TimeSession: Sendable {
     /// TSan, UBSan) is preloaded before the shim, as it must be; what an
     /// attached process execs later is fixed up by the shim itself.
     public func attachmentEnvironment(for executable: String? = nil) throws(TimeControlError) -> [String: String] {
-        let attachment = try Attachment(session: self)
+        let attachment = try ShimEnvironment(session: self)
         let runtime = try executable.map { (name) throws(TimeControlError) in
-            Attachment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
+            ShimEnvironment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
         } ?? nil
         var variables: [String: String] = [:]
         for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD"), sanitizerRuntime: runtime) {
@@ -322,7 +322,7 @@ public final class TimeSession: Sendable {
     ///   ``TimeControlError/commandNotFound(_:)`` when there is no such program.
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {
-        let attachment = try Attachment(session: self)
+        let attachment = try ShimEnvironment(session: self)
         // The trait's own variables (a test's process is started with them) are not passed on.
         var entries = ProcessEnvironment.entries.filter { entry in
             !environment.keys.contains { entry.hasPrefix($0 + "=") } && !TestProcess.Variable.all.contains { entry.hasPrefix($0 + "=") }
@@ -404,44 +404,68 @@ public final class TimeSession: Sendable {
     public func pendingWaits() -> [PendingWait] {
         var buffer = mapping.makeWaitTableBuffer()
         var names = ProcessNames()
-        return pendingWaits(seen: nil, buffer: &buffer, names: &names)
+        let reading = readWaitTable(knownLive: nil, buffer: &buffer, names: &names)
+        releaseWaits(reading.ownersGone)
+        return reading.waits
+    }
+
+    /// What one reading of the wait table found.
+    struct WaitTableReading {
+        /// The waits of live threads, earliest first (then by pid and thread).
+        var waits: [PendingWait]
+        /// The entries of processes that are gone: nobody will end those
+        /// waits, so the reader frees their slots (``releaseWaits(_:)``).
+        var ownersGone: [(slot: Int32, owner: UInt64)]
+    }
+
+    /// Threads a reader has just seen alive (the scheduler's look), so that
+    /// a reading of the wait table need not check them in /proc. Kept by the
+    /// reader from one reading to the next, to reuse its storage.
+    struct LiveThreads {
+        /// Each thread as the wait table names its owner (`tc_wait_owner`).
+        fileprivate var owners: Set<UInt64> = []
+        fileprivate var processes: Set<Int32> = []
+
+        mutating func removeAll() {
+            owners.removeAll(keepingCapacity: true)
+            processes.removeAll(keepingCapacity: true)
+        }
+
+        mutating func insert(pid: Int32, tid: Int32) {
+            owners.insert(tc_wait_owner(pid, tid))
+            processes.insert(pid)
+        }
     }
 
     /// The one reading of the wait table, behind `status`, `tick --to-next`,
-    /// the harness and the scheduler: the waits of live threads, earliest
-    /// first (then by pid and thread). Slots left by processes that died are freed.
+    /// the harness and the scheduler: the waits of live threads, and the
+    /// entries of processes that are gone, for the caller to free. It frees
+    /// nothing itself.
     ///
-    /// Without a `look`, each waiting process (and thread) is checked in
-    /// /proc. With the scheduler's `look`, just taken, a process it saw
-    /// needs no check, and a thread of it that the look did not see has
+    /// Without `knownLive`, each waiting process (and thread) is checked in
+    /// /proc. With the threads a reader has just seen alive, a process among
+    /// them needs no check, and a thread of it that is not among them has
     /// exited: its entry is stale. So is a timerfd whose descriptor its
     /// process closed without the shim seeing it (`tc_wait_timerfd_closed`;
     /// the shim drops it at its next look). This process's own waits (its in-process
     /// sleeps, thread 0) always count. `buffer` and `names` are the
     /// caller's, kept from one reading to the next.
-    func pendingWaits(seen look: ProcessWatch.Look?, buffer: inout SegmentMapping.WaitTableBuffer,
-                      names: inout ProcessNames) -> [PendingWait] {
+    func readWaitTable(knownLive: LiveThreads?, buffer: inout SegmentMapping.WaitTableBuffer,
+                       names: inout ProcessNames) -> WaitTableReading {
         let ownPID = getpid()
-        var threads: Set<UInt64> = []
-        var processes: Set<Int32> = [ownPID]
-        if let look {
-            for thread in look.threads {
-                threads.insert(tc_wait_owner(thread.pid, thread.tid))
-                processes.insert(thread.pid)
-            }
-        }
         var nowOn: [VirtualClock: Int64] = [:]
         var waits: [PendingWait] = []
+        var ownersGone: [(slot: Int32, owner: UInt64)] = []
         mapping.forEachWait(using: &buffer) { slot, entry in
             let pid = tc_wait_owner_pid(entry.owner), thread = tc_wait_owner_tid(entry.owner)
             let command: String
-            if look != nil && processes.contains(pid) {
-                if pid != ownPID && thread != 0 && !threads.contains(entry.owner) { return }
+            if let knownLive, pid == ownPID || knownLive.processes.contains(pid) {
+                if pid != ownPID && thread != 0 && !knownLive.owners.contains(entry.owner) { return }
                 command = names.name(of: pid)
-            } else if let process = AttachedProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) {
+            } else if let process = RunningProcess.ifRunning(pid: pid, registeredBoottime: entry.registered, thread: thread) {
                 command = process.command
             } else {
-                if kill(pid, 0) != 0 && errno == ESRCH { mapping.releaseWait(slot: slot, owner: entry.owner) }
+                if kill(pid, 0) != 0 && errno == ESRCH { ownersGone.append((slot, entry.owner)) }
                 return
             }
             // A timerfd its process closed with a raw close (a Go or static program's), which the shim has not seen yet.
@@ -456,7 +480,14 @@ public final class TimeSession: Sendable {
                 deadlineNanoseconds: entry.deadline, remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
                 slot: slot))
         }
-        return waits.sorted { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
+        waits.sort { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
+        return WaitTableReading(waits: waits, ownersGone: ownersGone)
+    }
+
+    /// Frees the wait slots of owners that are gone (``WaitTableReading/ownersGone``);
+    /// a slot another wait took meanwhile is left alone (its owner differs).
+    func releaseWaits(_ gone: [(slot: Int32, owner: UInt64)]) {
+        for (slot, owner) in gone { mapping.releaseWait(slot: slot, owner: owner) }
     }
 
     /// Advances every clock exactly to the earliest pending deadline still
@@ -479,9 +510,9 @@ public final class TimeSession: Sendable {
     }
 
     /// The processes attached to the session that are still running.
-    public func attachedProcesses() -> [AttachedProcess] {
+    public func attachedProcesses() -> [RunningProcess] {
         mapping.registeredProcesses().compactMap { entry in
-            AttachedProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered)
+            RunningProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered)
         }.sorted { $0.pid < $1.pid }
     }
 

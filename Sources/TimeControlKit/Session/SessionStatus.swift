@@ -31,7 +31,7 @@ public struct SessionStatus: Sendable, Codable, Hashable {
     /// Number of verbs applied since creation.
     public var verbsApplied: UInt64
     /// The processes attached to the session that still run.
-    public var processes: [AttachedProcess]
+    public var processes: [RunningProcess]
     /// Pending waits and armed timers, earliest first.
     public var waits: [PendingWait]
     /// The attached processes' blocked threads, with what each waits on and on which side of the session.
@@ -168,8 +168,9 @@ extension PendingWait: Codable {
     }
 }
 
-/// A running process attached to a session.
-public struct AttachedProcess: Sendable, Codable, Hashable {
+/// A process that runs now, by pid and name: one attached to a session,
+/// or the one that drives its scheduler.
+public struct RunningProcess: Sendable, Codable, Hashable {
     /// Its process id.
     public var pid: Int32
     /// The process name (`/proc/PID/comm`).
@@ -178,42 +179,23 @@ public struct AttachedProcess: Sendable, Codable, Hashable {
     /// The process, if `pid` still runs and is the one that registered
     /// (not a zombie, not a later process that reused the pid) — and, given
     /// `thread`, if that thread still runs in it.
-    static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> AttachedProcess? {
-        if thread != 0 && thread != pid && access("/proc/\(pid)/task/\(thread)", F_OK) != 0 { return nil }
+    static func ifRunning(pid: Int32, registeredBoottime: Int64, thread: Int32 = 0) -> RunningProcess? {
+        if thread != 0 && thread != pid && !ProcFS.threadExists(pid: pid, tid: thread) { return nil }
         if kill(pid, 0) != 0 && errno == ESRCH { return nil }
-        guard let startTicks = startTicks(of: pid) else { return nil }
+        guard let startTicks = ProcFS.startTicks(of: pid) else { return nil }
         let ticksPerSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
         let started = startTicks * (1_000_000_000 / max(ticksPerSecond, 1))
         // One tick of slack: starttime is rounded down to a tick.
         if registeredBoottime > 0 && started > registeredBoottime + 1_000_000_000 / max(ticksPerSecond, 1) {
             return nil
         }
-        return AttachedProcess(pid: pid, command: command(of: pid))
-    }
-
-    /// A process's name (`/proc/PID/comm`), or `?` when it is gone.
-    static func command(of pid: Int32) -> String {
-        readProcFile(pid: pid, name: "comm").map { String($0.prefix { $0 != "\n" }) } ?? "?"
-    }
-
-    /// When a live (not zombie) process started, in clock ticks after boot (field 22 of `/proc/PID/stat`).
-    static func startTicks(of pid: Int32) -> Int64? {
-        var state: CChar = 0
-        let ticks = tc_proc_start_ticks(pid, &state)
-        guard ticks != 0, state != CChar(UInt8(ascii: "Z")), state != CChar(UInt8(ascii: "X")) else { return nil }
-        return Int64(ticks)
-    }
-
-    private static func readProcFile(pid: Int32, name: String) -> String? {
-        let fd = open("/proc/\(pid)/\(name)", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count], as: UTF8.self)
+        return RunningProcess(pid: pid, command: ProcFS.command(of: pid) ?? "?")
     }
 }
+
+/// The old name of ``RunningProcess``.
+@available(*, deprecated, renamed: "RunningProcess")
+public typealias AttachedProcess = RunningProcess
 
 /// Process names read once per pid, for a reader that looks at the same
 /// processes again and again (the scheduler, many times a second).
@@ -223,7 +205,7 @@ struct ProcessNames {
     mutating func name(of pid: Int32) -> String {
         if let known = names[pid] { return known }
         if names.count > 4096 { names.removeAll() }
-        let name = AttachedProcess.command(of: pid)
+        let name = ProcFS.command(of: pid) ?? "?"
         names[pid] = name
         return name
     }

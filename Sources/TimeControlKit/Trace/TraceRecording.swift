@@ -51,8 +51,8 @@ public enum TraceRecorder {
         let directory = try WorkingDirectory.create(beside: session.segmentPath, purpose: "recording")
         defer { directory.remove() }
         try directory.createRegistry()
-        let attachment = try Attachment(session: session)
-        let status = try AttachedCommand(arguments: command, attachment: attachment)
+        let shimEnvironment = try ShimEnvironment(session: session)
+        let status = try CommandRunner(arguments: command, shimEnvironment: shimEnvironment)
             .run(environment: WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"])
         var summary = try RawRecording(directory: directory).writeTrace(to: output, recordedAt: recordedAt)
         summary.status = status
@@ -69,7 +69,7 @@ struct WorkingDirectory {
     /// timectl that was killed (SIGKILL gives it no chance to remove it) is removed by the next one
     /// made beside it, once no process of that pid and start time runs.
     static func create(beside file: String, purpose: String) throws(TimeControlError) -> WorkingDirectory {
-        let parent = Attachment.parent(of: file.hasPrefix("/") ? file : Attachment.currentDirectory() + "/" + file)
+        let parent = FilePaths.parent(of: file.hasPrefix("/") ? file : FilePaths.currentDirectory() + "/" + file)
         removeAbandoned(in: parent)
         let pid = getpid()
         var template = Array("\(parent)/.timectl-\(purpose)-\(pid)-\(tc_proc_start_ticks(pid, nil))-XXXXXX".utf8CString)

@@ -81,9 +81,7 @@ final class WaitClassifier {
         var blocked: [BlockedThread] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
-                guard let stat = ProcFS.text("/proc/\(pid)/task/\(tid)/stat", limit: 4096), let close = stat.lastIndex(of: ")"),
-                      stat[stat.index(after: close)...].dropFirst().first == "S",
-                      var wait = classifier.classify(pid: pid, tid: tid) else { continue }
+                guard ProcFS.state(pid: pid, tid: tid) == "S", var wait = classifier.classify(pid: pid, tid: tid) else { continue }
                 wait.command = ProcFS.command(of: pid) ?? "?"
                 wait.threadName = ProcFS.threadName(pid: pid, tid: tid).flatMap { $0 == wait.command ? nil : $0 }
                 if !wait.isTimectls { blocked.append(wait) }
@@ -113,7 +111,7 @@ final class WaitClassifier {
     /// and entered again, step after step, costs one read of `syscall`.
     func classify(pid: Int32, tid: Int32) -> BlockedThread? {
         if syscallFiles[tid] == nil {
-            let fd = open("/proc/\(pid)/task/\(tid)/syscall", O_RDONLY | O_CLOEXEC)
+            let fd = ProcFS.openSystemCall(pid: pid, tid: tid)
             if fd >= 0 { syscallFiles[tid] = fd }
         }
         let call = syscallFiles[tid].flatMap(ProcFS.systemCall(reading:))
@@ -298,7 +296,7 @@ struct InetSocket {
     static func table() -> [UInt64: InetSocket] {
         var table: [UInt64: InetSocket] = [:]
         for name in ["tcp", "tcp6", "udp", "udp6"] {
-            guard let text = ProcFS.text("/proc/net/\(name)") else { continue }
+            guard let text = ProcFS.socketTable(name) else { continue }
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count > 9, let state = Int(fields[3], radix: 16), let inode = UInt64(fields[9]), inode != 0 else { continue }

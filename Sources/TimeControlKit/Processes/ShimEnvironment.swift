@@ -4,9 +4,9 @@ import Glibc
 import SystemPackage
 import TimeShimC
 
-/// How a process is attached to a session: `libTimeShim.so` first in
-/// `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
-public struct Attachment: Sendable, Hashable {
+/// The environment that attaches a process to a session: `libTimeShim.so`
+/// first in `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
+public struct ShimEnvironment: Sendable, Hashable {
     /// Absolute path of the preload shim.
     public let shimPath: String
     /// Absolute path of the session segment.
@@ -17,7 +17,7 @@ public struct Attachment: Sendable, Hashable {
     /// removes the segment, as ending the session would have (nil for a named session).
     let privateSegment: String?
 
-    /// An attachment with an explicit shim and segment.
+    /// An environment with an explicit shim and segment.
     public init(shimPath: String, segmentPath: String) {
         self.shimPath = shimPath
         self.segmentPath = segmentPath
@@ -29,7 +29,7 @@ public struct Attachment: Sendable, Hashable {
         shimPath = try Self.locateShim(environment: environment)
         segmentPath = session.segmentPath
         let path = session.segmentPath
-        privateSegment = !session.isTemporary ? nil : path.hasPrefix("/") ? path : Self.currentDirectory() + "/" + path
+        privateSegment = !session.isTemporary ? nil : path.hasPrefix("/") ? path : FilePaths.currentDirectory() + "/" + path
     }
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
@@ -83,12 +83,12 @@ public struct Attachment: Sendable, Hashable {
             guard access(explicit, R_OK) == 0 else {
                 throw .shimUnusable(path: explicit, problem: "TIMECTL_SHIM names a file that does not exist or cannot be read")
             }
-            let absolute = explicit.hasPrefix("/") ? explicit : currentDirectory() + "/" + explicit
+            let absolute = explicit.hasPrefix("/") ? explicit : FilePaths.currentDirectory() + "/" + explicit
             try verifyShim(absolute)
             return absolute
         }
-        let directory = executableDirectory()
-        let prefix = parent(of: directory)
+        let directory = FilePaths.executableDirectory()
+        let prefix = FilePaths.parent(of: directory)
         let candidates = [directory + "/libTimeShim.so", prefix + "/lib/libTimeShim.so", prefix + "/lib/timectl/libTimeShim.so"]
         for candidate in candidates where access(candidate, R_OK) == 0 {
             try verifyShim(candidate)
@@ -100,7 +100,7 @@ public struct Attachment: Sendable, Hashable {
 
     /// The loader that runs statically linked programs attached (`timectl-static-loader`):
     /// beside the shim, wherever the shim was found or built.
-    public var staticLoaderPath: String { Self.parent(of: shimPath) + "/" + Self.staticLoaderName }
+    public var staticLoaderPath: String { FilePaths.parent(of: shimPath) + "/" + Self.staticLoaderName }
 
     static let staticLoaderName = "timectl-static-loader"
 
@@ -130,22 +130,8 @@ public struct Attachment: Sendable, Hashable {
             throw .shimUnusable(path: path, problem: "it needs \(extra.joined(separator: ", ")) besides libc (build it with scripts/build.sh, not SwiftPM)")
         }
     }
-
-    static func executableDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return currentDirectory() }
-        return parent(of: String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-
-    static func parent(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
-    static func currentDirectory() -> String {
-        guard let cwd = getcwd(nil, 0) else { return "." }
-        defer { free(cwd) }
-        return String(cString: cwd)
-    }
 }
+
+/// The old name of ``ShimEnvironment``.
+@available(*, deprecated, renamed: "ShimEnvironment")
+public typealias Attachment = ShimEnvironment

@@ -104,7 +104,7 @@ public final class AutoAdvance: @unchecked Sendable {
     /// scheduler that died (even if its pid now names another process).
     private static func claim(_ session: TimeSession, pid: Int32, kind: SchedulerKind) throws(TimeControlError) {
         let mapping = session.mapping
-        let started = UInt64(AttachedProcess.startTicks(of: pid) ?? 0)
+        let started = UInt64(ProcFS.startTicks(of: pid) ?? 0)
         var owner = mapping.claimScheduler(pid: pid, started: started, kind: kind)
         if owner != 0 && owner != pid && session.scheduler == nil {
             mapping.releaseScheduler(pid: owner)
@@ -182,15 +182,15 @@ extension TimeSession {
     }
 
     /// The process of the scheduler that owns the session (`timectl run --auto-advance`, `timectl daemon`), if one runs.
-    public var schedulerProcess: AttachedProcess? { scheduler?.process }
+    public var schedulerProcess: RunningProcess? { scheduler?.process }
 
     /// The scheduler that owns the session and what kind it is, if one runs.
     @_spi(CommandLine)
-    public var scheduler: (process: AttachedProcess, kind: SchedulerKind)? {
+    public var scheduler: (process: RunningProcess, kind: SchedulerKind)? {
         let claim = mapping.schedulerClaim
-        guard claim.pid > 0, let process = AttachedProcess.ifRunning(pid: claim.pid, registeredBoottime: 0) else { return nil }
+        guard claim.pid > 0, let process = RunningProcess.ifRunning(pid: claim.pid, registeredBoottime: 0) else { return nil }
         // A claim whose process started at another time was left by a scheduler that died.
-        if claim.started != 0, let ticks = AttachedProcess.startTicks(of: claim.pid), UInt64(ticks) != claim.started { return nil }
+        if claim.started != 0, let ticks = ProcFS.startTicks(of: claim.pid), UInt64(ticks) != claim.started { return nil }
         return (process, claim.kind)
     }
 }

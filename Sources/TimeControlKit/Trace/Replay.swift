@@ -114,11 +114,11 @@ public enum TraceReplayer {
     ///
     /// With `adoptingOrphans`, this process becomes the command's subreaper
     /// and reaps every child that exits, as `timectl replay` does: only for
-    /// a process of its own (see ``AttachedCommand/runAutoAdvancing(session:keepRate:maxSteps:adoptingOrphans:environment:)``).
+    /// a process of its own (see ``CommandRunner/runAutoAdvancing(session:keepRate:maxSteps:adoptingOrphans:environment:)``).
     public static func replay(_ tracePath: String, command: [String], strict: Bool = false, adoptingOrphans: Bool = false,
                               environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> ReplayOutcome {
         try Trace.validate(path: tracePath)
-        let trace = tracePath.hasPrefix("/") ? tracePath : Attachment.currentDirectory() + "/" + tracePath
+        let trace = tracePath.hasPrefix("/") ? tracePath : FilePaths.currentDirectory() + "/" + tracePath
         let header = try traceHeader(trace)
         let session = try TimeSession.temporary()
         let directory = try WorkingDirectory.create(beside: session.segmentPath, purpose: "replay")
@@ -127,8 +127,8 @@ public enum TraceReplayer {
         try directory.write(TC_CLAIMS_FILE, bytes: [], size: max(Int(header.process_count), 1))
         try directory.write(TC_DIVERGENCES_FILE, bytes: [])
         let variables = ["TIMECTL_REPLAY=\(trace)", "TIMECTL_REPLAY_DIR=\(directory.path)", "TIMECTL_REPLAY_STRICT=\(strict ? 1 : 0)"]
-        let attachment = try Attachment(session: session)
-        let (status, report) = try AttachedCommand(arguments: command, attachment: attachment)
+        let shimEnvironment = try ShimEnvironment(session: session)
+        let (status, report) = try CommandRunner(arguments: command, shimEnvironment: shimEnvironment)
             .runAutoAdvancing(session: session, keepRate: true, adoptingOrphans: adoptingOrphans,
                               environment: WorkingDirectory.withoutTraceVariables(environment) + variables)
         return ReplayOutcome(status: status, divergences: divergences(in: directory), autoAdvance: report)
