@@ -4,8 +4,8 @@ import PackageDescription
 // The preload library libTimeShim.so is NOT a product here: SwiftPM links
 // dynamic libraries with the Swift runtime, which would then load into every
 // controlled program. scripts/build.sh compiles it with the C compiler from
-// Sources/TimeShimC. SwiftPM only compiles that directory's shared core (the
-// files at its top: the segment, the timeline arithmetic, real-clock access,
+// Sources/TimeShimC. SwiftPM only compiles that directory's shared core (core/:
+// the segment, the timeline arithmetic, real-clock access,
 // the trace format, the program-kind check) and TimeControlKit's own C
 // (controller/), never the interposers under interpose/ (docs/shim.md).
 let package = Package(

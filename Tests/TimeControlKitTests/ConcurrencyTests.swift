@@ -192,7 +192,7 @@ struct ConcurrencyTests {
     /// Compiler flags that build a fixture with the shim's shared core files.
     static func coreFlags(_ files: [String]) -> [String] {
         let core = Build.packageRoot + "/Sources/TimeShimC"
-        return ["-I", core + "/include"] + files.map { core + "/" + $0 }
+        return ["-I", core + "/include"] + files.map { core + "/core/" + $0 }
     }
 
     @Test("two sessions used at the same time stay independent")

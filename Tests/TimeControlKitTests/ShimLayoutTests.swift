@@ -40,21 +40,30 @@ struct ShimLayoutTests {
         for file in rows.keys { #expect(files.contains(file), "docs/shim.md lists \(file), which exports nothing") }
     }
 
-    /// The shared core is the C at the top of `Sources/TimeShimC`: SwiftPM
-    /// compiles all of it into TimeControlKit, so each of those files must be
-    /// in the shim's build as well, and nothing of the shim's build may come
-    /// from `controller/` (TimeControlKit's own).
-    @Test("the C files at the top of Sources/TimeShimC are exactly the shim's core sources")
-    func topLevelIsTheSharedCore() throws {
+    /// The shared core is `Sources/TimeShimC/core`: SwiftPM compiles it into
+    /// TimeControlKit (with TimeControlKit's own C, `controller/`), and the
+    /// shim's build compiles it too, so both sides read the segment through
+    /// one piece of code. Every other directory of C is the shim's or the
+    /// loader's, which SwiftPM must never compile (Package.swift excludes it),
+    /// and nothing of the shim's build may come from `controller/`.
+    @Test("SwiftPM compiles exactly the shared core and controller/, and the shim compiles the core, never controller/")
+    func sharedCoreIsTheShimsCore() throws {
         let directory = Build.packageRoot + "/Sources/TimeShimC"
-        let topLevel = Set(try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") })
         let arguments = try String(contentsOfFile: directory + "/shim-cc-arguments", encoding: .utf8)
         let sources = arguments.split(separator: "\n")
             .map { $0.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0].trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("-") }
-        try #require(sources.contains("interpose/*.c"), "the arguments were read")
-        let core = Set(sources.filter { !$0.contains("/") })
-        #expect(core == topLevel, "top level: \(topLevel.sorted()); the shim's core sources: \(core.sorted())")
+        try #require(sources.contains("core/*.c"), "the arguments were read")
         #expect(!sources.contains { $0.hasPrefix("controller/") }, "the shim compiles TimeControlKit's own C: \(sources)")
+        let topLevel = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".c") }
+        #expect(topLevel.isEmpty, "C files outside core/ and controller/ that SwiftPM would compile: \(topLevel)")
+        let manifest = try String(contentsOfFile: Build.packageRoot + "/Package.swift", encoding: .utf8)
+        let excludeLine = try #require(manifest.split(separator: "\n").first { $0.contains("exclude: [\"") })
+        let excluded = Set(excludeLine.split(separator: "\"").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) })
+        let topDirectories = Set(sources.filter { $0.contains("/") }.map { String($0.split(separator: "/")[0]) })
+        #expect(!excluded.contains("core") && !excluded.contains("controller"), "Package.swift excludes the core: \(excluded)")
+        for top in topDirectories where top != "core" {
+            #expect(excluded.contains(top), "SwiftPM would compile the shim's \(top)/ into TimeControlKit (Package.swift's exclude: \(excluded))")
+        }
     }
 }

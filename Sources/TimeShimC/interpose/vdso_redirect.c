@@ -27,7 +27,7 @@
  */
 #define _GNU_SOURCE
 #include "shim.h"
-#include "../vdso_image.h"
+#include "../core/vdso_image.h"
 #include "clock.h"
 #include "static_program.h"
 
