@@ -2,16 +2,18 @@ import Foundation
 import Testing
 
 /// docs/shim.md names, for each interposed libc function, the file of
-/// `Sources/TimeShimC/interpose` that defines it: the table must say what
-/// the sources do, for the next person who looks for one.
+/// `Sources/TimeShimC/shim` that defines it (its path below `shim/`, the
+/// layer's directory first): the table must say what the sources do, for
+/// the next person who looks for one.
 @Suite("The shim's documented layout matches its sources")
 struct ShimLayoutTests {
-    /// (file, function) for every `TC_EXPORT` definition in interpose/.
+    /// (file, function) for every `TC_EXPORT` definition in shim/, the file as its path below shim/.
     static func exportedFunctions() throws -> [(file: String, function: String)] {
-        let directory = Build.packageRoot + "/Sources/TimeShimC/interpose"
+        let directory = Build.packageRoot + "/Sources/TimeShimC/shim"
         let pattern = try Regex(#"^TC_EXPORT\s+[\w\s\*]*?\b(\w+)\s*\("#)
         var found: [(String, String)] = []
-        for file in try FileManager.default.contentsOfDirectory(atPath: directory).sorted() where file.hasSuffix(".c") {
+        let files = try FileManager.default.subpathsOfDirectory(atPath: directory)
+        for file in files.sorted() where file.hasSuffix(".c") {
             let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
             for line in text.split(separator: "\n") {
                 if let match = try pattern.firstMatch(in: String(line)), let name = match.output[1].substring {
