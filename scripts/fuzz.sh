@@ -54,7 +54,7 @@ seed() {   # seed TARGET: a first corpus, made once
 
 build() {
     case $1 in
-    segment) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_segment.c $core/core/segment.c $core/core/realclock.c -o "$out/fuzz_segment" ;;
+    segment) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_segment.c $core/core/segment_*.c $core/core/realclock.c $core/core/vdso_image.c -o "$out/fuzz_segment" ;;
     trace) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_trace.c $core/core/trace.c -o "$out/fuzz_trace" ;;
     formats)
         mkdir -p "$out/modules"

@@ -17,10 +17,10 @@ fail() { echo "test-check-layers: $*" >&2; exit 1; }
 cp -R "$root/Sources/TimeShimC" "$work/upward"
 header=$(cd "$work/upward/shim/attach" && ls -- *.h | head -1)
 [ -n "$header" ] || fail "shim/attach/ has no header to include"
-sed -i "0,/^#include/s|^#include|#include \"../shim/attach/$header\"\n#include|" "$work/upward/core/segment.c"
-grep -q "shim/attach/$header" "$work/upward/core/segment.c" || fail "could not plant the upward include"
+sed -i "0,/^#include/s|^#include|#include \"../shim/attach/$header\"\n#include|" "$work/upward/core/segment_file.c"
+grep -q "shim/attach/$header" "$work/upward/core/segment_file.c" || fail "could not plant the upward include"
 if "$check" --root "$work/upward" 2>"$work/upward.err"; then fail "an upward include (core -> attach) passed"; fi
-grep -q "core/segment.c (core) includes shim/attach/$header (attach), a layer above its own" "$work/upward.err" \
+grep -q "core/segment_file.c (core) includes shim/attach/$header (attach), a layer above its own" "$work/upward.err" \
     || fail "the upward include was not named: $(cat "$work/upward.err")"
 
 # A cycle inside one layer: two files of runtime/ that include each other.

@@ -143,7 +143,7 @@ struct ConcurrencyTests {
     func heldReaderAnchorsNoLaterVerb() throws {
         let sandbox = try Sandbox()
         let session = try sandbox.session("held")
-        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c"]))
+        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "vdso_image.c"] + Self.segmentFiles))
         let result = try runProgram(fixture, [session.segmentPath], environment: sandbox.environment, guardSeconds: 60)
         #expect(result.status == 0, "\(result)")
         let values = keyedValues(result.stdout)
@@ -161,7 +161,7 @@ struct ConcurrencyTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("stopped")
         try session.apply(.run(at: .realTime))
-        let reader = try AttachedRun(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c"])), "12"])
+        let reader = try AttachedRun(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c", "vdso_image.c"])), "12"])
         #expect(reader.line(startingWith: "started") != nil)
         let script = Build.packageRoot + "/Tests/Fixtures/stop_writer.gdb"
         // gdb waits for its inferior with SIGCHLD, which the test process's children inherit blocked.
@@ -186,8 +186,12 @@ struct ConcurrencyTests {
     }
 
     static func writer() throws -> String {
-        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "segment.c"]))
+        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "vdso_image.c"] + segmentFiles))
     }
+
+    /// The segment's files of the shared core (core/segment_*.c).
+    static let segmentFiles = ["segment_checks.c", "segment_file.c", "segment_futex.c", "segment_latch.c",
+                               "segment_lock.c", "segment_tables.c"]
 
     /// Compiler flags that build a fixture with the shim's shared core files.
     static func coreFlags(_ files: [String]) -> [String] {

@@ -1,8 +1,9 @@
 /*
  * The kernel's vDSO as an ELF image in this process's memory, found through
- * AT_SYSINFO_EHDR with no libc symbol lookup and no allocation. realclock.c
- * resolves the real clock functions from it; the shim's vDSO redirection
- * (interpose/vdso_redirect.c) rewrites its symbol table. Private to the C code.
+ * AT_SYSINFO_EHDR with no libc symbol lookup and no allocation
+ * (vdso_image.c). realclock.c resolves the real clock functions from it; the
+ * shim's vDSO redirection (shim/attach/vdso_redirect.c) rewrites its symbol
+ * table. Private to the C code.
  */
 #ifndef TIMECTL_VDSO_IMAGE_H
 #define TIMECTL_VDSO_IMAGE_H
