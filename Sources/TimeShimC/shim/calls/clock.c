@@ -212,7 +212,7 @@ time_t tc_vdso_entry_time(time_t *out) { return shim_time(out); }
 /*
  * The same for a static program run by the loader (attach/static_takeover.c): its
  * threads' FS is the program's own, not a TCB of the shim's libc, so these
- * touch no thread-local state — no spin detection (starvation.c). The
+ * touch no thread-local state — no spin detection (runtime/starvation.c). The
  * segment is published before the program runs. Recording and replay keep
  * a static program's per-thread state in slots keyed by thread id instead
  * (trace_registry.h), off this path.

@@ -323,12 +323,12 @@ TC_EXPORT int epoll_pwait(int, struct epoll_event *, int, int, const sigset_t *)
 TC_EXPORT int epoll_pwait2(int, struct epoll_event *, int, const struct timespec *, const sigset_t *)
     __attribute__((alias("shim_epoll_pwait2")));
 
-/* epoll_pwait as the shim answers it, for a trapped raw system call (syscall_trap.c); libc's convention. */
+/* epoll_pwait as the shim answers it, for a trapped raw system call (trap/syscall_trap.c); libc's convention. */
 int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask) {
     return shim_epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask);
 }
 
-/* The same as the shim answers them, for a static program's trapped raw system calls (syscall_trap.c); libc's convention. */
+/* The same as the shim answers them, for a static program's trapped raw system calls (trap/syscall_trap.c); libc's convention. */
 int tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
                     const sigset_t *mask) {
     return shim_epoll_pwait2(epoll_fd, events, capacity, timeout, mask);

@@ -69,7 +69,7 @@ static int shim_sigaction(int signal, const struct sigaction *action, struct sig
     if (!tc_shim_segment() || signal <= 0 || signal >= NSIG) return real_sigaction(signal, action, old);
     struct sigaction without_sigsys;
     if (tc_syscall_trap_active()) {
-        /* Trapped system calls (syscall_trap.c) need SIGSYS: never replaced, never blocked in a handler. */
+        /* Trapped system calls (trap/syscall_trap.c) need SIGSYS: never replaced, never blocked in a handler. */
         if (signal == SIGSYS) {
             tc_syscall_trap_record_sigsys(action, old);
             return 0;
@@ -148,7 +148,7 @@ TC_EXPORT __sighandler_t sysv_signal(int, __sighandler_t) __attribute__((alias("
 TC_EXPORT __sighandler_t __sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
 
 /*
- * While system calls are trapped (syscall_trap.c), SIGSYS must never be
+ * While system calls are trapped (trap/syscall_trap.c), SIGSYS must never be
  * blocked: a trap then kills the process. Masks set through libc lose
  * SIGSYS — cgo starts each thread with every signal blocked, and the
  * runtime's first call on it, which unblocks them, is itself trapped.

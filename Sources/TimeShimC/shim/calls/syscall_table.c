@@ -63,7 +63,7 @@ static int runtime_backoff(const struct tc_syscall *call, const struct timespec 
 static long futex_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     const struct timespec *timeout = (const struct timespec *)a[3];
-    /* On real time; one that times out beside a running thread on a standing clock creeps it (starvation.c). */
+    /* On real time; one that times out beside a running thread on a standing clock creeps it (runtime/starvation.c). */
     if ((a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT && runtime_backoff(call, timeout))
         return tc_runtime_backoff_futex(a[0], a[1], a[2], a[3]);
     return tc_futex((uint32_t *)a[0], (int)a[1], (uint32_t)a[2], timeout, (uint32_t *)a[4], (uint32_t)a[5]);

@@ -2,7 +2,7 @@
  * One table for system calls made without libc's wrappers (SPEC §3). Two
  * doors lead into it: libc's syscall() (Rust's std, tokio, the BEAM and
  * libstdc++ wait through it) and the SIGSYS trap of Go and static programs
- * (syscall_trap.c). Each entry names the doors it serves, so any difference
+ * (trap/syscall_trap.c). Each entry names the doors it serves, so any difference
  * in what the two cover is written in the table; a number with no entry for
  * a door goes to the kernel unchanged.
  */

@@ -675,7 +675,7 @@ TC_EXPORT int setitimer(__itimer_which_t, const struct itimerval *restrict, stru
 TC_EXPORT int getitimer(__itimer_which_t, struct itimerval *) __attribute__((alias("shim_getitimer")));
 TC_EXPORT unsigned int alarm(unsigned int) __attribute__((alias("shim_alarm")));
 
-/* ---- the same calls made raw, by Go and static programs (syscall_trap.c traps them) ---- */
+/* ---- the same calls made raw, by Go and static programs (trap/syscall_trap.c traps them) ---- */
 
 static long kernel_result(long libc_result) { return libc_result < 0 ? -errno : libc_result; }
 
