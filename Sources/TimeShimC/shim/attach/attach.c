@@ -114,8 +114,8 @@ static int executable_is_go(void) { return executable_notes(tc_notes_mark_go_pro
 static int64_t boottime_now(void) { return tc_real_ns(CLOCK_BOOTTIME); }
 
 static void register_this_process(void) {
-    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    tc_shim_set_identity(pid, tc_proc_register(attaching_segment, pid, boottime_now()));
+    tc_shim_set_pid((int32_t)tc_raw_syscall(SYS_getpid, 0));
+    tc_shim_set_proc_slot(tc_proc_register(attaching_segment, tc_shim_pid(), boottime_now()));
 }
 
 static int attached(void) { return __atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED; }

@@ -25,10 +25,9 @@ int32_t tc_shim_pid(void) { return process_id; }
 
 int tc_shim_proc_slot(void) { return process_slot; }
 
-void tc_shim_set_identity(int32_t pid, int slot) {
-    process_id = pid;
-    process_slot = slot;
-}
+void tc_shim_set_pid(int32_t pid) { process_id = pid; }
+
+void tc_shim_set_proc_slot(int slot) { process_slot = slot; }
 
 long tc_shim_errno_result(long kernel_result) {
     if (kernel_result < 0 && kernel_result > -4096) {

@@ -47,8 +47,9 @@ struct tc_segment *tc_shim_initialise(void);
 int32_t tc_shim_pid(void);
 /* This process's slot in the segment's process table, or −1. */
 int tc_shim_proc_slot(void);
-/* Set by attach/attach.c when it registers this process (and again in a fork child). */
-void tc_shim_set_identity(int32_t pid, int slot);
+/* Set by attach/attach.c when it registers this process (and again in a fork child): the pid first. */
+void tc_shim_set_pid(int32_t pid);
+void tc_shim_set_proc_slot(int slot);
 
 /* The session segment, or NULL when this process runs on real time. */
 static inline struct tc_segment *tc_shim_segment(void) {
