@@ -4,10 +4,10 @@ import PackageDescription
 // The preload library libTimeShim.so is NOT a product here: SwiftPM links
 // dynamic libraries with the Swift runtime, which would then load into every
 // controlled program. scripts/build.sh compiles it with the C compiler from
-// Sources/TimeShimC. SwiftPM only compiles that directory's shared core (the
-// files at its top: the segment, the timeline arithmetic, real-clock access,
+// Sources/TimeShimC. SwiftPM only compiles that directory's shared core (core/:
+// the segment, the timeline arithmetic, real-clock access,
 // the trace format, the program-kind check) and TimeControlKit's own C
-// (controller/), never the interposers under interpose/ (docs/shim.md).
+// (controller/), never the shim under shim/ (docs/shim.md, docs/architecture.md).
 let package = Package(
     name: "timectl",
     platforms: [.macOS(.v15)],
@@ -30,7 +30,7 @@ let package = Package(
             path: "Sources/TimeShimC",
             // No unsafeFlags: SwiftPM refuses them in a dependency. scripts/build-shim.sh
             // compiles this part with -Wall -Wextra -Werror too.
-            exclude: ["interpose", "loader", "shim-cc-arguments", "loader-cc-arguments"]
+            exclude: ["shim", "loader", "shim-cc-arguments", "loader-cc-arguments"]
         ),
         .target(
             name: "TimeControlKit",

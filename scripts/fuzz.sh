@@ -54,8 +54,8 @@ seed() {   # seed TARGET: a first corpus, made once
 
 build() {
     case $1 in
-    segment) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_segment.c $core/segment.c $core/procfs.c $core/realclock.c -o "$out/fuzz_segment" ;;
-    trace) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_trace.c $core/trace.c -o "$out/fuzz_trace" ;;
+    segment) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_segment.c $core/core/segment_*.c $core/core/procfs.c $core/core/realclock.c $core/core/vdso_image.c -o "$out/fuzz_segment" ;;
+    trace) "$clang" "${cflags[@]}" Tests/Fuzz/fuzz_trace.c $core/core/trace.c -o "$out/fuzz_trace" ;;
     formats)
         mkdir -p "$out/modules"
         printf 'module TimeShimC {\n    umbrella header "%s/%s/include/TimeShimC.h"\n    export *\n}\n' "$root" "$core" \

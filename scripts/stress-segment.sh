@@ -47,8 +47,8 @@ trap cleanup EXIT
 export TIMECTL_DIR=$work/sessions
 core=Sources/TimeShimC
 cc -O2 -o "$work/clock_hammer" Tests/Fixtures/clock_hammer.c
-cc -O2 -I $core/include -o "$work/gap_reader" Tests/Fixtures/gap_reader.c $core/realclock.c
-cc -g -O0 -I $core/include -o "$work/writer" Tests/Fixtures/dead_writer.c $core/realclock.c $core/segment.c $core/procfs.c -lpthread
+cc -O2 -I $core/include -o "$work/gap_reader" Tests/Fixtures/gap_reader.c $core/core/realclock.c $core/core/vdso_image.c
+cc -g -O0 -I $core/include -o "$work/writer" Tests/Fixtures/dead_writer.c $core/core/realclock.c $core/core/vdso_image.c $core/core/segment_*.c $core/core/procfs.c -lpthread
 ok=1
 figure() { printf '%-34s %s\n' "$1" "$2"; }
 sum() { awk -v key="$1" '{ for (i = 1; i < NF; i++) if ($i == key) total += $(i + 1) } END { printf "%.0f\n", total }'; }

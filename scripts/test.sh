@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, CI): installs the Debian packages the tests use
-# (scripts/install-deps.sh), builds the package and the shim (debug),
+# (scripts/install-deps.sh), checks that the shim's C includes only
+# downward through its layers (scripts/check-layers, and its self-test),
+# builds the package and the shim (debug),
 # runs the Swift test suites with `swift test`, then the shim's own C tests
 # under ASan/UBSan and TSan, each fuzz target for 10 s (scripts/fuzz.sh;
 # TIMECTL_FUZZ_SECONDS to change), builds the documentation (warnings fail),
@@ -12,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/check-layers
+scripts/test-check-layers.sh
 scripts/build.sh -c debug
 # The suites print thousands of lines and CI shows only the end: a failure's
 # own lines are printed again last.

@@ -11,7 +11,7 @@
  * (realclock.c), never through the shim.
  */
 #define _GNU_SOURCE
-#include "timectl_realclock.h"  /* compiled with -I Sources/TimeShimC/include and realclock.c */
+#include "timectl_realclock.h"  /* compiled with -I Sources/TimeShimC/include and core/realclock.c, core/vdso_image.c */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * of the state before it, so that monotonic clocks went back.
  *   held_reader SEGMENT
  * Hooks the real clock (tc_vdso_clock_gettime) to hold two threads at
- * chosen points of segment.c, with no timing involved:
+ * chosen points of core/segment_latch.c, with no timing involved:
  *   1. the writer publishes verb A (rate 10000) pending and is held before
  *      anchoring it; the reader reads, takes the out-of-line path for the
  *      pending copy, reads the real clock (T1) and is held there, before

@@ -1,5 +1,7 @@
 /* Record and replay: a workload this binary runs in a child, recorded, then replayed. */
 #include "shim_test.h"
+#include "../../Sources/TimeShimC/shim/runtime/process.h"
+#include "../../Sources/TimeShimC/shim/trace/trace_dispatch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,8 +57,6 @@ static void *go_workload_thread(void *argument) {
     return NULL;
 }
 
-const char *tc_trace_go_program_begins(struct tc_segment *segment);
-extern struct tc_segment *tc_shim_attached_segment;  /* attached by the shim's constructor */
 
 /*
  * Two threads read the clock; thread A reads SHIM_TEST_EXTRA more times (rounds, with SHIM_TEST_GO). Writes what

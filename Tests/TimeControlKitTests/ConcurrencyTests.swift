@@ -140,7 +140,7 @@ struct ConcurrencyTests {
     func heldReaderAnchorsNoLaterVerb() throws {
         let sandbox = try Sandbox()
         let session = try sandbox.session("held")
-        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "segment.c", "procfs.c"]))
+        let fixture = try CFixture.path("held_reader", flags: Self.coreFlags(["realclock.c", "vdso_image.c"] + Self.segmentFiles))
         let result = try runProgram(fixture, [session.segmentPath], environment: sandbox.environment, guardSeconds: 60)
         #expect(result.status == 0, "\(result)")
         let values = keyedValues(result.stdout)
@@ -158,7 +158,7 @@ struct ConcurrencyTests {
         let sandbox = try Sandbox()
         let session = try sandbox.session("stopped")
         try session.apply(.run(at: .realTime))
-        let reader = try BackgroundProgram(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c"])), "12"])
+        let reader = try BackgroundProgram(sandbox, session: "stopped", [try CFixture.path("gap_reader", flags: Self.coreFlags(["realclock.c", "vdso_image.c"])), "12"])
         #expect(reader.line(startingWith: "started") != nil)
         let script = Build.packageRoot + "/Tests/Fixtures/stop_writer.gdb"
         // gdb waits for its inferior with SIGCHLD, which the test process's children inherit blocked.
@@ -183,13 +183,17 @@ struct ConcurrencyTests {
     }
 
     static func writer() throws -> String {
-        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "segment.c", "procfs.c"]))
+        try CFixture.path("dead_writer", flags: ["-g", "-O0"] + coreFlags(["realclock.c", "vdso_image.c"] + segmentFiles))
     }
+
+    /// The segment's files of the shared core (core/segment_*.c, and the /proc reader its lock uses).
+    static let segmentFiles = ["segment_checks.c", "segment_file.c", "segment_futex.c", "segment_latch.c",
+                               "segment_lock.c", "segment_tables.c", "procfs.c"]
 
     /// Compiler flags that build a fixture with the shim's shared core files.
     static func coreFlags(_ files: [String]) -> [String] {
         let core = Build.packageRoot + "/Sources/TimeShimC"
-        return ["-I", core + "/include"] + files.map { core + "/" + $0 }
+        return ["-I", core + "/include"] + files.map { core + "/core/" + $0 }
     }
 
     @Test("two sessions used at the same time stay independent")

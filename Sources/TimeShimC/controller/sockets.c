@@ -5,7 +5,7 @@
  * wait on an attached process from a wait on the outside world.
  */
 #define _GNU_SOURCE
-#include "timectl_controller.h"
+#include "timectl_sockets.h"
 
 #include <errno.h>
 #include <linux/netlink.h>

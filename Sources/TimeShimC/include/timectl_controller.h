@@ -57,11 +57,6 @@ int tc_spin_may_go_on(int usable_cpus, int64_t *crowded_since, int64_t now);
 int tc_words_spin(const uint32_t *word, uint32_t value, const uint32_t *local, uint32_t local_value, int64_t until_ns,
                   int usable_cpus, int64_t *crowded_since);
 
-/* Every unix-domain socket of the machine's network namespace: its inode, the inode of the socket it is
-   connected to (0: none) and its TCP-style state (10 = listening). Fills at most `capacity` entries and
-   returns how many sockets there are (call again with more room if that is more), or −1. */
-int tc_unix_socket_peers(uint64_t *inodes, uint64_t *peers, uint32_t *states, int capacity);
-
 /* prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to this process. */
 int tc_become_subreaper(void);
 

@@ -10,7 +10,7 @@
 /*
  * Dynamically linked Go programs (cgo, `net`, -linkmode=external): the shim
  * redirects their vDSO clock reads and traps their raw timed waits
- * (interpose/vdso_redirect.c, interpose/syscall_trap.c). x86-64 only. A
+ * (shim/attach/vdso_redirect.c, shim/trap/syscall_trap.c). x86-64 only. A
  * process in which that setup fails refuses itself at start (SPEC §7).
  */
 static inline int tc_shim_controls_go(void) {
@@ -25,7 +25,7 @@ static inline int tc_shim_controls_go(void) {
  * Statically linked programs (CGO_ENABLED=0 Go, static glibc C): they run
  * through timectl-static-loader, which lives beside libTimeShim.so, maps
  * the program itself and hands it to the shim (loader/static_loader.c,
- * interpose/static_program.c). x86-64 only.
+ * shim/attach/static_takeover.c). x86-64 only.
  */
 static inline int tc_shim_controls_static(void) { return tc_shim_controls_go(); }
 

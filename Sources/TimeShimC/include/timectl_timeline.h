@@ -405,41 +405,6 @@ __attribute__((always_inline)) static inline int tc_timeline_try_read(const stru
     return TC_LOAD(timeline->seq) == seq;
 }
 
-/* The read of a clock when a verb lands during it or is pending; in segment.c. Never waits. */
-void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out);
-
-/*
- * Reads a session clock into `*out`: a sequence load, a few loads and,
- * unless frozen, one real-clock read. Lock-free, wait-free while no verb
- * lands, allocation-free, async-signal-safe. Retries (a verb landed
- * meanwhile) and pending verbs are out of line.
- */
-__attribute__((always_inline)) static inline void tc_segment_read_into(const struct tc_segment *segment, int vclock,
-                                                                     struct timespec *out) {
-    const struct tc_timeline *timeline = &segment->timeline;
-    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
-    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
-                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
-    if (__builtin_expect(read, 1)) {
-        tc_add_clock_offset(segment, vclock, out);
-        return;
-    }
-    tc_segment_read_contended(segment, vclock, out);
-}
-
-/* The same, in nanoseconds. */
-static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclock) {
-    struct timespec value;
-    tc_segment_read_into(segment, vclock, &value);
-    return tc_timespec_ns(value);
-}
-
-/* The elapsed track's rate in effect (a pending verb's, if one is pending); in segment.c. */
-uint64_t tc_segment_rate(const struct tc_segment *segment);
-
-/* The rate a clock runs at now: the elapsed rate, or 0 for a wall clock while the wall stands still. */
-uint64_t tc_segment_clock_rate(const struct tc_segment *segment, int vclock);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,6 @@
 /*
  * Between timectl-static-loader (loader/static_loader.c) and the shim it
- * has in LD_PRELOAD (interpose/static_program.c): the one call by which a
+ * has in LD_PRELOAD (shim/attach/static_takeover.c): the one call by which a
  * statically linked program the loader has mapped is taken onto the
  * session's timeline before its first instruction runs.
  */

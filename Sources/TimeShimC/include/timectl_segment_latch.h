@@ -1,0 +1,75 @@
+/*
+ * The timeline's latch (core/segment_latch.c): applying a verb so that
+ * readers see the old timeline or the new one, never half of each, and
+ * reading a clock through it: inline while no verb lands, out of line
+ * (tc_segment_read_contended) when one does.
+ */
+#ifndef TIMECTL_SEGMENT_LATCH_H
+#define TIMECTL_SEGMENT_LATCH_H
+
+#include "timectl_segment.h"
+#include "timectl_timeline.h"
+
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The read of a clock when a verb lands during it or is pending. Never waits. */
+void tc_segment_read_contended(const struct tc_segment *segment, int vclock, struct timespec *out);
+
+/* The elapsed track's rate in effect (a pending verb's, if one is pending). */
+uint64_t tc_segment_rate(const struct tc_segment *segment);
+
+/* The rate a clock runs at now: the elapsed rate, or 0 for a wall clock while the wall stands still. */
+uint64_t tc_segment_clock_rate(const struct tc_segment *segment, int vclock);
+
+/* The published state's check and ranges only: TC_OK or TC_E_CORRUPT. */
+int tc_segment_check_state(const struct tc_segment *segment);
+
+/*
+ * Applies a verb atomically (caller holds the writer lock): readers see the
+ * state before or after it, never a mixture, and never wait. Refuses an
+ * invalid verb (TC_E_INVALID), one out of range (TC_E_RANGE) or a damaged
+ * state (TC_E_CORRUPT) before touching anything. Wakes every waiter on the
+ * generation word. On TC_OK `published` holds the new state.
+ */
+int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published);
+
+/* A consistent copy of the current state (a pending verb resolved), for status and the Swift clock. */
+void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state);
+
+/*
+ * Reads a session clock into `*out`: a sequence load, a few loads and,
+ * unless frozen, one real-clock read. Lock-free, wait-free while no verb
+ * lands, allocation-free, async-signal-safe. Retries (a verb landed
+ * meanwhile) and pending verbs are out of line.
+ */
+__attribute__((always_inline)) static inline void tc_segment_read_into(const struct tc_segment *segment, int vclock,
+                                                                     struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
+    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
+                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
+    if (__builtin_expect(read, 1)) {
+        tc_add_clock_offset(segment, vclock, out);
+        return;
+    }
+    tc_segment_read_contended(segment, vclock, out);
+}
+
+/* The same, in nanoseconds. */
+static inline int64_t tc_segment_read(const struct tc_segment *segment, int vclock) {
+    struct timespec value;
+    tc_segment_read_into(segment, vclock, &value);
+    return tc_timespec_ns(value);
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

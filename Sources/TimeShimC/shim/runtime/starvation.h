@@ -1,0 +1,81 @@
+/*
+ * The starvation policy (docs/starvation.md): on a frozen session a thread
+ * that spins on the clock moves it forward by TC_CREEP_NS, through the
+ * segment; with no scheduler to advance time, a relative sleep or a
+ * condition wait with at most TC_YIELD_WAIT_NS to go is a yield. See
+ * starvation.c.
+ */
+#ifndef TIMECTL_STARVATION_H
+#define TIMECTL_STARVATION_H
+
+#include "process.h"
+
+#include <time.h>
+
+/* Identical readings, back to back within TC_SPIN_WINDOW_NS of real time, that make a thread a spinner. */
+#define TC_SPIN_READS 1000
+#define TC_SPIN_WINDOW_NS 100000
+/* Futile waits in a row (each after a reading of the same value) that make a thread a spinner. */
+#define TC_SPIN_WAITS 1000
+/* How far a spinner moves a frozen session: about what a thousand turns of its loop take in real time, and
+   more than gettimeofday's microsecond (libuuid makes 11 ids per microsecond, the 11th equal to the next
+   microsecond's first: a clock moving exactly 1 µs at a time would make it repeat ids). */
+#define TC_CREEP_NS 10000
+/* A relative sleep or condition wait this short on a frozen session with no scheduler is a yield: HotSpot's
+   longest such wait is the 10 ms its exit waits, in a loop, for compiler threads to stop. */
+#define TC_YIELD_WAIT_NS 10000000
+
+struct tc_spin_state {
+    int64_t seconds, nanoseconds;  /* the thread's last reading */
+    int32_t vclock;
+    uint32_t repeats;              /* readings of it since window_start */
+    int64_t window_start;          /* real monotonic ns; 0: none yet */
+    uint32_t futile_waits;         /* futile waits since it was first read, none of them blocking */
+    int read_since_wait;
+};
+
+extern TC_TLS struct tc_spin_state tc_spin_state;
+
+void tc_spin_check_window(struct tc_segment *segment);
+
+/* After every reading the application asks for. */
+__attribute__((always_inline)) static inline void tc_spin_note_reading(struct tc_segment *segment, int vclock,
+                                                                       const struct timespec *value) {
+    struct tc_spin_state *state = &tc_spin_state;
+    state->read_since_wait = 1;
+    if (__builtin_expect(state->nanoseconds == value->tv_nsec && state->seconds == value->tv_sec &&
+                             state->vclock == vclock, 1)) {
+        if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_check_window(segment);
+        return;
+    }
+    state->seconds = value->tv_sec;
+    state->nanoseconds = value->tv_nsec;
+    state->vclock = vclock;
+    state->repeats = 0;
+    state->window_start = 0;
+    state->futile_waits = 0;
+}
+
+/* A wait that could not block: a zero timeout, a deadline already passed, a yield. */
+void tc_spin_note_futile_wait(struct tc_segment *segment);
+
+/* A wait that blocks: the thread is not spinning. */
+static inline void tc_spin_note_blocking_wait(void) { tc_spin_state.futile_waits = 0; }
+
+/* Whether a wait with `length` virtual ns to go is a yield: it then waits that long in real time, counts as a
+   futile wait (tc_spin_note_futile_wait) and returns as if timed out, virtual time unmoved. */
+int tc_wait_yields(const struct tc_segment *segment, int64_t length);
+
+/* A relative sleep of `length` virtual ns that is a yield sleeps that long in real time and returns 0, or EINTR
+   if a signal handler interrupted it; −1: it is no yield, sleep on the virtual timeline. */
+int tc_short_sleep_yield(struct tc_segment *segment, int64_t length);
+
+/* A Go runtime back-off (a relative FUTEX_WAIT of at most 10 ms from the Go executable, on real time) that times
+   out with the monotonic clock standing still, while the process's other threads were on a CPU for at least
+   1/this of its length, is a spin: the runtime waits on the clock for a goroutine that runs. */
+#define TC_BACKOFF_OTHERS_RAN 4
+
+/* Such a back-off, with the raw futex's arguments: the kernel's result. */
+long tc_runtime_backoff_futex(long word, long op, long expected, long timeout);
+
+#endif
