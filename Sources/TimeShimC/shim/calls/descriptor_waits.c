@@ -315,28 +315,36 @@ TC_EXPORT int epoll_pwait(int, struct epoll_event *, int, int, const sigset_t *)
 TC_EXPORT int epoll_pwait2(int, struct epoll_event *, int, const struct timespec *, const sigset_t *)
     __attribute__((alias("shim_epoll_pwait2")));
 
-/* epoll_pwait as the shim answers it, for a trapped raw system call (trap/syscall_trap.c); libc's convention. */
-int tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask) {
-    return shim_epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask);
+/* ---- for the system-call table: the kernel's convention ---- */
+
+long tc_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms, const sigset_t *mask) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(shim_epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask), saved_errno);
 }
 
-/* The same as the shim answers them, for a static program's trapped raw system calls (trap/syscall_trap.c); libc's convention. */
-int tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
-                    const sigset_t *mask) {
-    return shim_epoll_pwait2(epoll_fd, events, capacity, timeout, mask);
+long tc_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
+                     const sigset_t *mask) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(shim_epoll_pwait2(epoll_fd, events, capacity, timeout, mask), saved_errno);
 }
 
-int tc_poll(struct pollfd *fds, nfds_t count, int timeout_ms) { return shim_poll(fds, count, timeout_ms); }
-
-int tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
-    return shim_ppoll(fds, count, timeout, mask);
+long tc_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(shim_poll(fds, count, timeout_ms), saved_errno);
 }
 
-int tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
-    return shim_select(count, read, write, except, timeout);
+long tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(shim_ppoll(fds, count, timeout, mask), saved_errno);
 }
 
-int tc_pselect6(int count, fd_set *read, fd_set *write, fd_set *except, struct timespec *timeout,
-                const sigset_t *mask) {
-    return pselect_leaving(count, read, write, except, timeout, mask, timeout);
+long tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(shim_select(count, read, write, except, timeout), saved_errno);
+}
+
+long tc_pselect6(int count, fd_set *read, fd_set *write, fd_set *except, struct timespec *timeout,
+                 const sigset_t *mask) {
+    int saved_errno = errno;
+    return tc_shim_kernel_result(pselect_leaving(count, read, write, except, timeout, mask, timeout), saved_errno);
 }

@@ -115,12 +115,11 @@ TC_EXPORT int __nanosleep(const struct timespec *, struct timespec *) __attribut
 TC_EXPORT unsigned int sleep(unsigned int) __attribute__((alias("shim_sleep")));
 TC_EXPORT int usleep(useconds_t) __attribute__((alias("shim_usleep")));
 
-/* For syscall(SYS_nanosleep / SYS_clock_nanosleep, …) in syscall_table.c. */
 long tc_syscall_sleep(long number, long a1, long a2, long a3, long a4) {
-    if (number == SYS_nanosleep)
-        return shim_nanosleep((const struct timespec *)a1, (struct timespec *)a2);
-    int result = shim_clock_nanosleep((clockid_t)a1, (int)a2, (const struct timespec *)a3, (struct timespec *)a4);
-    if (result == 0) return 0;
-    errno = result;
-    return -1;
+    if (number == SYS_nanosleep) {
+        int saved_errno = errno;
+        return tc_shim_kernel_result(shim_nanosleep((const struct timespec *)a1, (struct timespec *)a2), saved_errno);
+    }
+    /* clock_nanosleep's own convention is already an error number, errno untouched. */
+    return -shim_clock_nanosleep((clockid_t)a1, (int)a2, (const struct timespec *)a3, (struct timespec *)a4);
 }

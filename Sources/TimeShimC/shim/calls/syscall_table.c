@@ -31,8 +31,6 @@ static long raw(const struct tc_syscall *call) {
                            call->arg[5]);
 }
 
-static long errno_as_kernel(long libc_result) { return libc_result < 0 ? -errno : libc_result; }
-
 /* A kernel sigset_t argument (8 bytes) as libc's sigset_t, or NULL. */
 static const sigset_t *libc_mask(long kernel_mask, sigset_t *mask) {
     if (!kernel_mask) return NULL;
@@ -78,25 +76,24 @@ static long futex_waitv_call(const struct tc_syscall *call) {
 static long sleep_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     if (call->number == SYS_nanosleep && runtime_backoff(call, (const struct timespec *)a[0])) return raw(call);
-    return errno_as_kernel(tc_syscall_sleep(call->number, a[0], a[1], a[2], a[3]));
+    return tc_syscall_sleep(call->number, a[0], a[1], a[2], a[3]);
 }
 
 static long poll_call(const struct tc_syscall *call) {
     const long *a = call->arg;
-    return errno_as_kernel(tc_poll((struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]));
+    return tc_poll((struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]);
 }
 
 static long ppoll_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     if (a[3] && a[4] != 8) return -EINVAL;
     sigset_t mask;
-    return errno_as_kernel(
-        tc_ppoll((struct pollfd *)a[0], (nfds_t)a[1], (const struct timespec *)a[2], libc_mask(a[3], &mask)));
+    return tc_ppoll((struct pollfd *)a[0], (nfds_t)a[1], (const struct timespec *)a[2], libc_mask(a[3], &mask));
 }
 
 static long select_call(const struct tc_syscall *call) {
     const long *a = call->arg;
-    return errno_as_kernel(tc_select((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timeval *)a[4]));
+    return tc_select((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timeval *)a[4]);
 }
 
 /* pselect6's sixth argument: {const sigset_t *, size_t}. */
@@ -109,8 +106,8 @@ static long pselect_call(const struct tc_syscall *call) {
         if (data[0] && data[1] != 8) return -EINVAL;
         kernel_mask = data[0];
     }
-    return errno_as_kernel(tc_pselect6((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3],
-                                       (struct timespec *)a[4], libc_mask(kernel_mask, &mask)));
+    return tc_pselect6((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timespec *)a[4],
+                       libc_mask(kernel_mask, &mask));
 }
 
 static long epoll_call(const struct tc_syscall *call) {
@@ -118,16 +115,15 @@ static long epoll_call(const struct tc_syscall *call) {
     long kernel_mask = call->number == SYS_epoll_pwait ? a[4] : 0;
     if (kernel_mask && a[5] != 8) return -EINVAL;
     sigset_t mask;
-    return errno_as_kernel(tc_epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3],
-                                          libc_mask(kernel_mask, &mask)));
+    return tc_epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], libc_mask(kernel_mask, &mask));
 }
 
 static long epoll_pwait2_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     if (a[4] && a[5] != 8) return -EINVAL;
     sigset_t mask;
-    return errno_as_kernel(tc_epoll_pwait2((int)a[0], (struct epoll_event *)a[1], (int)a[2],
-                                           (const struct timespec *)a[3], libc_mask(a[4], &mask)));
+    return tc_epoll_pwait2((int)a[0], (struct epoll_event *)a[1], (int)a[2], (const struct timespec *)a[3],
+                           libc_mask(a[4], &mask));
 }
 
 static long timer_call(const struct tc_syscall *call) {

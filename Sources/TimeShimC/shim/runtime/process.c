@@ -37,6 +37,12 @@ long tc_shim_errno_result(long kernel_result) {
     return kernel_result;
 }
 
+long tc_shim_kernel_result(long libc_result, int saved_errno) {
+    long kernel_result = libc_result < 0 ? -errno : libc_result;
+    errno = saved_errno;
+    return kernel_result;
+}
+
 /* ---- one-line messages ---- */
 
 void tc_message_begin(struct tc_text *line) {

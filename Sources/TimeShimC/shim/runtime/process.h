@@ -62,6 +62,10 @@ static inline struct tc_segment *tc_shim_segment(void) {
 
 /* libc's convention for a kernel result: −1 and errno, or the value. */
 long tc_shim_errno_result(long kernel_result);
+/* The other way, for the system-call table: `libc_result` (−1 and errno on failure) as the kernel gives it
+   (−errno), with errno put back to `saved_errno`, as a system call leaves it. Inside the shim, results
+   travel in the kernel's convention; libc's is made only at the functions it exports. */
+long tc_shim_kernel_result(long libc_result, int saved_errno);
 
 /* The main executable's program headers (AT_PHDR; none if absent) and its load bias. */
 const ElfW(Phdr) *tc_executable_phdrs(unsigned long *count, uintptr_t *bias);
