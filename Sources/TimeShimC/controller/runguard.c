@@ -89,7 +89,102 @@ static int environment_holds(int pid, const char *needle, unsigned needle_length
     return found;
 }
 
+/* The number in a /proc/sys file (ns_last_pid, pid_max), or −1. */
+static long read_number(const char *path) {
+    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char text[24];
+    long got;
+    while ((got = tc_raw_syscall(SYS_read, fd, text, sizeof text - 1)) == -EINTR) {}
+    tc_raw_syscall(SYS_close, fd);
+    long value = 0;
+    if (got <= 0 || text[0] < '0' || text[0] > '9') return -1;
+    for (long i = 0; i < got && text[i] >= '0' && text[i] <= '9'; i++) value = value * 10 + (text[i] - '0');
+    return value;
+}
+
+/* CPUs the machine may ever run (cpu/possible: "0-N" or a list of ranges), read once; at least 1. */
+static long possible_cpus(void) {
+    static long cached;
+    long known = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+    if (known > 0) return known;
+    long count = 0;
+    long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, "/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        char text[256];
+        long got;
+        while ((got = tc_raw_syscall(SYS_read, fd, text, sizeof text - 1)) == -EINTR) {}
+        tc_raw_syscall(SYS_close, fd);
+        long low = -1, number = -1;
+        for (long i = 0; i <= got; i++) {
+            char c = i < got ? text[i] : ',';
+            if (c >= '0' && c <= '9') {
+                number = (number < 0 ? 0 : number * 10) + (c - '0');
+            } else if (c == '-') {
+                low = number;
+                number = -1;
+            } else if (number >= 0) {
+                count += low >= 0 && number >= low ? number - low + 1 : 1;
+                low = number = -1;
+            }
+            if (number > 100000) break;
+        }
+    }
+    if (count <= 0) count = 4096; /* unknown: as many as Linux supports on x86-64 */
+    __atomic_store_n(&cached, count, __ATOMIC_RELAXED);
+    return count;
+}
+
+static int64_t monotonic_ns(void) {
+    struct timespec now;
+    tc_raw_syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/* Whether `pid` may have been allocated after `first`, pids having been allocated cyclically up to `last`. */
+static int allocated_since(int pid, int first, int last) {
+    return first <= last ? pid >= first && pid <= last : pid >= first || pid <= last;
+}
+
+/* How many pids allocated_since(first, last) covers. */
+static long span_since(int first, int last, long pid_max) {
+    return first <= last ? last - first + 1 : pid_max - first + last;
+}
+
+/* Up to this many pids are looked up one by one rather than by listing /proc. */
+#define TC_RUN_PROBED_PIDS 256
+
+static int scan_members(const char *token, int32_t excluded, int first, int last, long pid_max, int32_t *pids,
+                        int capacity);
+
 int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capacity) {
+    return scan_members(token, excluded, 0, 0, 0, pids, capacity);
+}
+
+/*
+ * Every member of a run descends from its command, so each got its pid
+ * after the command's (`first`). Linux hands pids out in increasing order,
+ * wrapping at pid_max, so while the counter cannot have gone all the way
+ * round since then, only pids from `first` up to the last one allocated
+ * (ns_last_pid) can be members, and the environment of every older process
+ * need not be read (most of the cost of a scan). Going round takes pid_max
+ * allocations; each is a clone, which costs any CPU more than a
+ * microsecond: the counter cannot have gone round in less than pid_max / CPUs
+ * microseconds, and the shortcut is taken only within half of that.
+ * Otherwise (or if ns_last_pid cannot be read) every process is looked at.
+ */
+int tc_run_members_since(const char *token, int32_t excluded, int32_t first, int64_t since, int32_t *pids, int capacity) {
+    long last = read_number("/proc/sys/kernel/ns_last_pid"), pid_max = read_number("/proc/sys/kernel/pid_max");
+    int64_t elapsed = monotonic_ns() - since;
+    int64_t window = pid_max > 0 ? (int64_t)pid_max * 1000 / possible_cpus() / 2 : 0;
+    if (first <= 0 || first >= pid_max || last <= 0 || last >= pid_max || since <= 0 || elapsed < 0 || elapsed >= window)
+        return scan_members(token, excluded, 0, 0, 0, pids, capacity);
+    return scan_members(token, excluded, first, (int)last, pid_max, pids, capacity);
+}
+
+/* The members among every process (first = 0), or among the pids allocated_since(first, last) below pid_max. */
+static int scan_members(const char *token, int32_t excluded, int first, int last, long pid_max, int32_t *pids,
+                        int capacity) {
     char needle[160];
     const char *name = TC_RUN_VARIABLE "=";
     unsigned length = 0;
@@ -100,6 +195,21 @@ int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capac
     needle[length] = 0;
 
     int32_t self = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    if (first > 0 && span_since(first, last, pid_max) <= TC_RUN_PROBED_PIDS) {
+        /* Few pids: each is looked up, rather than listing /proc (which costs a dentry for every process). */
+        int count = 0;
+        for (long step = 0, pid = first; step < span_since(first, last, pid_max); step++, pid = pid >= pid_max - 1 ? 1 : pid + 1) {
+            if (pid == self || pid == excluded || !environment_holds((int)pid, needle, length)) continue;
+            /* /proc/TID of a thread other than the first is there too, but not listed: only processes count. */
+            long leader = tc_raw_syscall(SYS_pidfd_open, pid, 0);
+            if (leader == -ENOSYS) return scan_members(token, excluded, 0, 0, 0, pids, capacity);
+            if (leader < 0) continue;
+            tc_raw_syscall(SYS_close, leader);
+            if (count < capacity) pids[count] = (int32_t)pid;
+            count++;
+        }
+        return count;
+    }
     long directory = tc_raw_syscall(SYS_openat, AT_FDCWD, "/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (directory < 0) return 0;
     int count = 0;
@@ -112,6 +222,7 @@ int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capac
             offset += entry->d_reclen;
             int pid = parse_pid(entry->d_name);
             if (pid <= 0 || pid == self || pid == excluded) continue;
+            if (first > 0 && !allocated_since(pid, first, last)) continue;
             if (!environment_holds(pid, needle, length)) continue;
             if (count < capacity) pids[count] = pid;
             count++;
