@@ -135,6 +135,10 @@ public final class TimeSession: Sendable {
         let fileName = SessionDirectory.fileName(for: name)
         guard let descriptor = try directory.open(create: true) else { throw .sessionNotFound(name: name, path: path) }
         defer { try? descriptor.close() }
+        // Mostly it is there: opened as it is, without first making a new segment only to find the name taken.
+        if !mustCreate, let existing = try SegmentMapping.open(directory: descriptor, fileName: fileName, path: path) {
+            return TimeSession(name: name, directory: directory, mapping: existing)
+        }
         if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path) {
             return TimeSession(name: name, directory: directory, mapping: created, isTemporary: isTemporary)
         }
