@@ -173,6 +173,9 @@ int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capac
  * microsecond: the counter cannot have gone round in less than pid_max / CPUs
  * microseconds, and the shortcut is taken only within half of that.
  * Otherwise (or if ns_last_pid cannot be read) every process is looked at.
+ * (A process given its pid explicitly — clone3's set_tid, which needs
+ * CAP_CHECKPOINT_RESTORE, as CRIU restoring a tree does — can fall outside
+ * the range: such a member is found only by a scan of every process.)
  */
 int tc_run_members_since(const char *token, int32_t excluded, int32_t first, int64_t since, int32_t *pids, int capacity) {
     long last = read_number("/proc/sys/kernel/ns_last_pid"), pid_max = read_number("/proc/sys/kernel/pid_max");
