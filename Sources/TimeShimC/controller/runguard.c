@@ -312,7 +312,21 @@ static void guard(long read_end, const char *token, const char *segment) {
     tc_raw_syscall(SYS_exit_group, 0);
 }
 
-#if defined(__x86_64__)
+/* Instrumented code (sanitizers, fuzzing coverage) reaches thread-local state the guardian's own block lacks. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer) || \
+    __has_feature(hwaddress_sanitizer) || __has_feature(coverage_sanitizer)
+#define TC_GUARDIAN_INSTRUMENTED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define TC_GUARDIAN_INSTRUMENTED 1
+#endif
+#if defined(__x86_64__) && !defined(TC_GUARDIAN_INSTRUMENTED)
+#define TC_GUARDIAN_SHARES_MEMORY 1
+#endif
+
+#ifdef TC_GUARDIAN_SHARES_MEMORY
 /*
  * A guardian shares timectl's memory (CLONE_VM) rather than copying it:
  * forking a process of timectl's size costs a tenth of a millisecond, and
@@ -383,7 +397,7 @@ int tc_run_guardian_start(const char *token, const char *segment, int32_t *guard
         errno = (int)-result;
         return -1;
     }
-#if defined(__x86_64__)
+#ifdef TC_GUARDIAN_SHARES_MEMORY
     long shared = start_sharing(token, segment, fds, guardian);
     if (shared <= 0) {
         tc_raw_syscall(SYS_close, fds[0]);
