@@ -216,7 +216,9 @@ public struct CommandRunner: Sendable {
 
         try run.startGuardian(removing: shimEnvironment.privateSegment)
         defer { run.disarmGuardian() }
+        let spawnedAt = tc_real_ns(CLOCK_MONOTONIC)
         let child = try Spawn.start(spawned.executable, arguments: spawned.arguments, options: .init(environment: childEnvironment))
+        run.commandStarted(pid: child, at: spawnedAt)
         started(child)
         var stopRequests = 0
         var killDeadline: Int64?  // after a stop signal: when what still runs is killed
@@ -317,10 +319,24 @@ final class RunProcesses: @unchecked Sendable {
         guardianFD = -1
     }
 
+    /// The command's pid and when it was started (real monotonic ns, read before), once it has been.
+    private let command = Atomic<Int32>(0)
+    private let commandStartedAt = Atomic<Int64>(0)
+
+    /// Every other member descends from the command: only processes started after it need be looked at.
+    func commandStarted(pid: Int32, at time: Int64) {
+        commandStartedAt.store(time, ordering: .relaxed)
+        command.store(pid, ordering: .releasing)
+    }
+
     /// The run's live processes, besides the guardian.
     func members() -> [Int32] {
         var pids = [Int32](repeating: 0, count: 1024)
-        let count = token.withCString { tc_run_members($0, guardian, &pids, Int32(pids.count)) }
+        let first = command.load(ordering: .acquiring), since = commandStartedAt.load(ordering: .relaxed)
+        let count = token.withCString {
+            first > 0 ? tc_run_members_since($0, guardian, first, since, &pids, Int32(pids.count))
+                      : tc_run_members($0, guardian, &pids, Int32(pids.count))
+        }
         return Array(pids.prefix(Int(min(count, Int32(pids.count)))))
     }
 

@@ -44,8 +44,15 @@ public struct ShimEnvironment: Sendable, Hashable {
         let others = (inheritedPreload ?? "")
             .split(whereSeparator: { $0 == ":" || $0 == " " })
             .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" && $0 != sanitizerRuntime ?? "" }
+        // Joined by hand: joined(separator:) is not specialised here, and its first call looks its types up at run time.
+        var preload = sanitizerRuntime.map { $0 + ":" } ?? ""
+        preload += shimPath
+        for other in others {
+            preload += ":"
+            preload.append(contentsOf: other)
+        }
         return [
-            ("LD_PRELOAD", ((sanitizerRuntime.map { [$0] } ?? []) + [shimPath] + others.map(String.init)).joined(separator: ":")),
+            ("LD_PRELOAD", preload),
             ("TIMECTL_SEGMENT", segmentPath),
         ]
     }

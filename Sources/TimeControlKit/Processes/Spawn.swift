@@ -42,9 +42,10 @@ enum Spawn {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for (source, target) in [(options.standardInput, Int32(0)), (options.standardOutput, 1), (options.standardError, 2)] {
-            if let source { posix_spawn_file_actions_adddup2(&actions, source, target) }
-        }
+        // One by one: an array of tuples would have its type made at run time, at every first spawn.
+        if let source = options.standardInput { posix_spawn_file_actions_adddup2(&actions, source, 0) }
+        if let source = options.standardOutput { posix_spawn_file_actions_adddup2(&actions, source, 1) }
+        if let source = options.standardError { posix_spawn_file_actions_adddup2(&actions, source, 2) }
         for fd in options.closeInChild { posix_spawn_file_actions_addclose(&actions, fd) }
         if let directory = options.workingDirectory { tc_spawn_file_actions_addchdir(&actions, directory) }
 

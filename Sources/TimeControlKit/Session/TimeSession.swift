@@ -27,7 +27,16 @@ public final class TimeSession: Sendable {
     /// Whether releasing the object kills its processes and removes the session.
     public let isTemporary: Bool
     let mapping: SegmentMapping
-    let sleeper: SessionSleeper
+    /// Made at the first sleep on the session's clock: most sessions (`timectl run`'s) never sleep on it.
+    private let sleeperSlot = Mutex<SessionSleeper?>(nil)
+    var sleeper: SessionSleeper {
+        sleeperSlot.withLock { slot in
+            if let sleeper = slot { return sleeper }
+            let sleeper = SessionSleeper(mapping: mapping)
+            slot = sleeper
+            return sleeper
+        }
+    }
     /// Process groups started by ``spawn(_:_:environment:workingDirectory:)``.
     private let spawnedGroups = Mutex<[Int32]>([])
 
@@ -39,11 +48,10 @@ public final class TimeSession: Sendable {
         self.directory = directory
         self.mapping = mapping
         self.isTemporary = isTemporary
-        self.sleeper = SessionSleeper(mapping: mapping)
     }
 
     deinit {
-        sleeper.stop()
+        sleeperSlot.withLock { $0 }?.stop()
         end()
         // A named session's spawned processes live as long as this object too, not as long as their handles.
         killSpawnedGroups()
@@ -135,6 +143,10 @@ public final class TimeSession: Sendable {
         let fileName = SessionDirectory.fileName(for: name)
         guard let descriptor = try directory.open(create: true) else { throw .sessionNotFound(name: name, path: path) }
         defer { try? descriptor.close() }
+        // Mostly it is there: opened as it is, without first making a new segment only to find the name taken.
+        if !mustCreate, let existing = try SegmentMapping.open(directory: descriptor, fileName: fileName, path: path) {
+            return TimeSession(name: name, directory: directory, mapping: existing)
+        }
         if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path) {
             return TimeSession(name: name, directory: directory, mapping: created, isTemporary: isTemporary)
         }

@@ -19,6 +19,14 @@
 int tc_run_members(const char *token, int32_t excluded, int32_t *pids, int capacity);
 
 /*
+ * The same for a run whose command got pid `first` at `since` (real
+ * monotonic ns, read before it was started): when pids cannot have wrapped
+ * round since, only processes started after the command are read (see
+ * runguard.c); otherwise every process, as tc_run_members does.
+ */
+int tc_run_members_since(const char *token, int32_t excluded, int32_t first, int64_t since, int32_t *pids, int capacity);
+
+/*
  * SIGKILLs every member of the run, again and again until none is left (a
  * member forking meanwhile is found on the next pass) and every one killed
  * has finished dying (see tc_run_await_end), or `rounds` passes of 5 ms

@@ -42,6 +42,23 @@ int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, str
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state);
 
 /*
+ * The read below without its out-of-line part: 1 with the clock in `*out`,
+ * or 0 (a verb landed or is pending) with `*out` untouched; then
+ * tc_segment_read_contended() reads. For read paths that keep the reading
+ * in registers and go out of line themselves.
+ */
+__attribute__((always_inline)) static inline int tc_segment_try_read_into(const struct tc_segment *segment, int vclock,
+                                                                        struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
+    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
+                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
+    if (__builtin_expect(read, 1)) tc_add_clock_offset(segment, vclock, out);
+    return read;
+}
+
+/*
  * Reads a session clock into `*out`: a sequence load, a few loads and,
  * unless frozen, one real-clock read. Lock-free, wait-free while no verb
  * lands, allocation-free, async-signal-safe. Retries (a verb landed
@@ -49,16 +66,7 @@ void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state
  */
 __attribute__((always_inline)) static inline void tc_segment_read_into(const struct tc_segment *segment, int vclock,
                                                                      struct timespec *out) {
-    const struct tc_timeline *timeline = &segment->timeline;
-    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
-    /* A branch, not an index: the predicted copy's loads need not wait for seq. */
-    int read = seq & 1 ? tc_timeline_try_read(timeline, &timeline->copy[1].state, tc_track_of(vclock), seq, out)
-                       : tc_timeline_try_read(timeline, &timeline->copy[0].state, tc_track_of(vclock), seq, out);
-    if (__builtin_expect(read, 1)) {
-        tc_add_clock_offset(segment, vclock, out);
-        return;
-    }
-    tc_segment_read_contended(segment, vclock, out);
+    if (__builtin_expect(!tc_segment_try_read_into(segment, vclock, out), 0)) tc_segment_read_contended(segment, vclock, out);
 }
 
 /* The same, in nanoseconds. */

@@ -369,40 +369,47 @@ __attribute__((always_inline)) static inline void tc_add_clock_offset(const stru
 
 /*
  * One attempt at reading a clock's track from `state`, the copy that the
- * sequence number `seq` selects: 1 if seq did not change meanwhile, 0 if it
- * did or the copy holds a pending verb (then the out-of-line path reads).
+ * sequence number `seq` selects: 1 (and `*out` written) if seq did not
+ * change meanwhile, 0 if it did or the copy holds a pending verb (then the
+ * out-of-line path reads).
  *
  * The real clock is read after the sequence load and before the state: if
  * the copy turns out to be one published during the read, the second
  * sequence load differs and the read is retried; otherwise it was
  * published before the first load, so the real time read is past its t0
  * (or within TC_ANCHOR_LEAD_NS before it, where the track reads its anchor).
- * The real clock is read into `*out` itself, which keeps the path free of
- * register spills.
+ * The result is computed into a variable of its own and stored to `*out`
+ * only after the second sequence load: the real clock's variable, whose
+ * address the vDSO takes, is one the compiler must reload after a fence,
+ * and a result kept apart stays in registers to the caller, which then
+ * neither loads it back nor waits for the store to be forwarded.
  */
 __attribute__((always_inline)) static inline int tc_timeline_try_read(const struct tc_timeline *timeline,
                                                                     const struct tc_clock_state *state, int track,
                                                                     uint32_t seq, struct timespec *out) {
     uint64_t rate = TC_LOAD(state->rate);
+    struct timespec value, real;
     if (rate == 0) {
-        *out = tc_state_at_anchor(state, track);
+        value = tc_state_at_anchor(state, track);
     } else if (__builtin_expect((rate & (TC_RATE_PENDING | TC_RATE_WALL_FROZEN)) == 0, 1)) {
-        tc_real_clock_gettime(CLOCK_MONOTONIC, out);
+        tc_real_clock_gettime(CLOCK_MONOTONIC, &real);
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
-        *out = tc_state_at(state, track, *out, rate);
+        value = tc_state_at(state, track, real, rate);
     } else {
         if (rate & TC_RATE_PENDING) return 0;
         /* The wall stands still; the elapsed track runs at the rate without the flag. */
         if (track == TC_TRACK_WALL) {
-            *out = tc_state_at_anchor(state, track);
+            value = tc_state_at_anchor(state, track);
         } else {
-            tc_real_clock_gettime(CLOCK_MONOTONIC, out);
+            tc_real_clock_gettime(CLOCK_MONOTONIC, &real);
             __atomic_thread_fence(__ATOMIC_ACQUIRE);
-            *out = tc_state_at(state, track, *out, rate & ~TC_RATE_WALL_FROZEN);
+            value = tc_state_at(state, track, real, rate & ~TC_RATE_WALL_FROZEN);
         }
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    return TC_LOAD(timeline->seq) == seq;
+    if (TC_LOAD(timeline->seq) != seq) return 0;
+    *out = value;
+    return 1;
 }
 
 

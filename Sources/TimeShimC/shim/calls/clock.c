@@ -45,14 +45,24 @@ __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t 
     return 1;
 }
 
+/* The plain attached read when a verb landed or is pending meanwhile. */
+__attribute__((noinline)) static int virtual_time_contended(struct tc_segment *segment, int vclock, struct timespec *value) {
+    tc_segment_read_contended(segment, vclock, value);
+    tc_spin_note_reading(segment, vclock, value);
+    return 1;
+}
+
 /* Writes the session's value for `clock` (through `call`, an enum tc_call), or returns 0 when the real clock answers. */
 __attribute__((always_inline)) static inline int virtual_time(int call, clockid_t clock, struct timespec *value) {
     int vclock = tc_vclock_for_clockid(clock);
     if (vclock < 0) return 0;
     struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
     if (TC_LIKELY(segment != NULL)) {
-        tc_segment_read_into(segment, vclock, value);
-        tc_spin_note_reading(segment, vclock, value);
+        /* The reading stays in registers from the timeline's arithmetic through the spin check to `*value`. */
+        struct timespec reading;
+        if (!TC_LIKELY(tc_segment_try_read_into(segment, vclock, &reading))) return virtual_time_contended(segment, vclock, value);
+        tc_spin_note_reading(segment, vclock, &reading);
+        *value = reading;
         return 1;
     }
     if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return 0;

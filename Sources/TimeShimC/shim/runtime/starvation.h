@@ -38,22 +38,34 @@ extern TC_TLS struct tc_spin_state tc_spin_state;
 
 void tc_spin_check_window(struct tc_segment *segment);
 
-/* After every reading the application asks for. */
+/*
+ * After every reading the application asks for. What a read pays for here
+ * is stores (the next read's real-clock read waits for them to drain), so
+ * a field is written only when its value changes: a running clock stores
+ * the new reading, a frozen one the repeat count, and the rest of the state
+ * is rewritten only when it was not already reset.
+ */
 __attribute__((always_inline)) static inline void tc_spin_note_reading(struct tc_segment *segment, int vclock,
                                                                        const struct timespec *value) {
     struct tc_spin_state *state = &tc_spin_state;
-    state->read_since_wait = 1;
-    if (__builtin_expect(state->nanoseconds == value->tv_nsec && state->seconds == value->tv_sec &&
-                             state->vclock == vclock, 1)) {
+    /* Read before the first store to the state, which might alias it as far as the compiler knows: the reading
+       then stays in the registers it was computed in, rather than being loaded back from memory just written. */
+    int64_t seconds = value->tv_sec, nanoseconds = value->tv_nsec;
+    if (__builtin_expect(state->nanoseconds == nanoseconds && state->seconds == seconds && state->vclock == vclock, 1)) {
+        if (__builtin_expect(!state->read_since_wait, 0)) state->read_since_wait = 1;
         if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_check_window(segment);
         return;
     }
-    state->seconds = value->tv_sec;
-    state->nanoseconds = value->tv_nsec;
-    state->vclock = vclock;
-    state->repeats = 0;
-    state->window_start = 0;
-    state->futile_waits = 0;
+    state->seconds = seconds;
+    state->nanoseconds = nanoseconds;
+    if (__builtin_expect(state->vclock != vclock || state->repeats != 0 || state->window_start != 0 ||
+                             state->futile_waits != 0 || !state->read_since_wait, 0)) {
+        state->vclock = vclock;
+        state->repeats = 0;
+        state->window_start = 0;
+        state->futile_waits = 0;
+        state->read_since_wait = 1;
+    }
 }
 
 /* A wait that could not block: a zero timeout, a deadline already passed, a yield. */
