@@ -82,6 +82,7 @@ extension XCTestCase {
                                 file: StaticString = #filePath, line: UInt = #line,
                                 _ body: (TimeSession) throws -> Void) throws {
         let call = XCTestSessionCall(testCase: self, file: file, line: line)
+        if call.belongsToAnotherCall { return }
         if let assignment = call.assignment {
             call.runBodyAndExit(assignment) { session in
                 try TimeSession.$current.withValue(session) { try body(session) }
@@ -107,6 +108,7 @@ extension XCTestCase {
                                 file: StaticString = #filePath, line: UInt = #line,
                                 _ body: (TimeSession) async throws -> Void) async throws {
         let call = XCTestSessionCall(testCase: self, file: file, line: line)
+        if call.belongsToAnotherCall { return }
         if let assignment = call.assignment {
             do {
                 let session = try call.open(assignment)
@@ -151,6 +153,8 @@ struct XCTestSessionCall: @unchecked Sendable {
             return calls[key]!
         }
         callKey = "call \(number)"
+        // In a process started for a call of this test, every failure from here on is the runner's to record.
+        if let assignment = TestProcess.assignment, assignment.testID == testID { FailureLog.start(in: assignment.reportDirectory) }
     }
 
     /// How many calls each test case object has made (XCTest makes one object per test method).
@@ -168,6 +172,14 @@ struct XCTestSessionCall: @unchecked Sendable {
         return String(reflecting: type(of: testCase)) + "/" + method
     }
 
+    /// Whether this process was started for another call of the same test method: one made earlier in
+    /// the method, whose body is the runner's business, not this process's (it must neither run it nor
+    /// start a process of its own for it, on a session that is not its own).
+    var belongsToAnotherCall: Bool {
+        guard let assignment = TestProcess.assignment, assignment.testID == testID else { return false }
+        return assignment.caseKey != callKey
+    }
+
     /// This process's assignment, when it was started for this very call.
     var assignment: TestProcess.Assignment? {
         guard let assignment = TestProcess.assignment, assignment.testID == testID, assignment.caseKey == callKey else { return nil }
@@ -180,7 +192,6 @@ struct XCTestSessionCall: @unchecked Sendable {
         TestProcess.exitWithParent(assignment.parent)
         let session = try TestProcess.openSession(assignment)
         TestProcess.reportRan(assignment)
-        FailureLog.start(in: assignment.reportDirectory)
         return session
     }
 
@@ -204,7 +215,7 @@ struct XCTestSessionCall: @unchecked Sendable {
             }
         }
         fflush(nil)
-        Glibc.exit(FailureLog.failures > 0 ? 1 : 0)
+        Glibc.exit(FailureLog.failures > 0 || (testCase.testRun?.totalFailureCount ?? 0) > 0 ? 1 : 0)
     }
 
     // MARK: In the runner
@@ -288,7 +299,9 @@ enum FailureLog {
         }
     }
 
+    /// Starts the log in `directory` (once: later calls do nothing).
     static func start(in directory: String) {
+        guard path == nil else { return }
         path = directory + "/failures.jsonl"
         XCTestObservationCenter.shared.addTestObserver(Observer())
     }

@@ -25,10 +25,18 @@ final class WithTimeSessionXCTests: XCTestCase {
     func testEachCallHasItsOwnSession() throws {
         try withTimeSession(frozenAt: Date(timeIntervalSince1970: 1_000_000_000)) { _ in
             XCTAssertEqual(Date().timeIntervalSince1970, 1_000_000_000)
+            XCTAssertTrue(Self.startedByTheRunner(), "the first call's process was started by another call's")
         }
         try withTimeSession(frozenAt: newYear2016) { _ in
             XCTAssertEqual(Date().timeIntervalSince1970, 1_451_649_600)
+            XCTAssertTrue(Self.startedByTheRunner(), "the second call's process was started by another call's")
         }
+    }
+
+    /// Whether this process's parent is the runner, not a process started for a call (which names its test).
+    private static func startedByTheRunner() -> Bool {
+        guard let environment = FileManager.default.contents(atPath: "/proc/\(getppid())/environ") else { return false }
+        return !environment.split(separator: 0).contains { $0.starts(with: Array("TIMECTL_TEST_ID=".utf8)) }
     }
 
     func testAutoAdvanceSkipsTheTestsOwnSleepsAndTimers() async throws {

@@ -229,29 +229,20 @@ TC_EXPORT int futimes(int, const struct timeval[2]) __attribute__((alias("shim_f
 TC_EXPORT int futimesat(int, const char *, const struct timeval[2]) __attribute__((alias("shim_futimesat")));
 TC_EXPORT int utime(const char *, const struct utimbuf *) __attribute__((alias("shim_utime")));
 
-/* syscall(2) with a stat or utime number; 0 if `number` is not one (then *result is untouched). */
-int tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5, long *result) {
+long tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5) {
     switch (number) {
 #ifdef SYS_stat
-    case SYS_stat: *result = kernel_fstatat(AT_FDCWD, (const char *)a1, (struct stat *)a2, 0); return 1;
-    case SYS_lstat:
-        *result = kernel_fstatat(AT_FDCWD, (const char *)a1, (struct stat *)a2, AT_SYMLINK_NOFOLLOW);
-        return 1;
+    case SYS_stat: return kernel_fstatat(AT_FDCWD, (const char *)a1, (struct stat *)a2, 0);
+    case SYS_lstat: return kernel_fstatat(AT_FDCWD, (const char *)a1, (struct stat *)a2, AT_SYMLINK_NOFOLLOW);
 #endif
-    case SYS_fstat: *result = kernel_fstat((int)a1, (struct stat *)a2); return 1;
-    case SYS_newfstatat: *result = kernel_fstatat((int)a1, (const char *)a2, (struct stat *)a3, (int)a4); return 1;
-    case SYS_statx:
-        *result = kernel_statx((int)a1, (const char *)a2, (int)a3, (unsigned int)a4, (struct statx *)a5);
-        return 1;
-    case SYS_utimensat:
-        *result = kernel_utimensat((int)a1, (const char *)a2, (const struct timespec *)a3, (int)a4);
-        return 1;
+    case SYS_fstat: return kernel_fstat((int)a1, (struct stat *)a2);
+    case SYS_newfstatat: return kernel_fstatat((int)a1, (const char *)a2, (struct stat *)a3, (int)a4);
+    case SYS_statx: return kernel_statx((int)a1, (const char *)a2, (int)a3, (unsigned int)a4, (struct statx *)a5);
+    case SYS_utimensat: return kernel_utimensat((int)a1, (const char *)a2, (const struct timespec *)a3, (int)a4);
 #ifdef SYS_utimes
-    case SYS_utimes: *result = kernel_utimes(AT_FDCWD, (const char *)a1, (const struct timeval *)a2, 0); return 1;
-    case SYS_futimesat:
-        *result = kernel_utimes((int)a1, (const char *)a2, (const struct timeval *)a3, 0);
-        return 1;
+    case SYS_utimes: return kernel_utimes(AT_FDCWD, (const char *)a1, (const struct timeval *)a2, 0);
+    case SYS_futimesat: return kernel_utimes((int)a1, (const char *)a2, (const struct timeval *)a3, 0);
 #endif
-    default: return 0;
+    default: return tc_raw_syscall(number, a1, a2, a3, a4, a5);
     }
 }

@@ -5,7 +5,8 @@
 #ifndef TIMECTL_SHIM_FILETIMES_H
 #define TIMECTL_SHIM_FILETIMES_H
 
-/* syscall(2) with a stat or utime number; 0 if `number` is not one (then *result is untouched). */
-int tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5, long *result);
+/* syscall(2) with a stat or utime number, its file times the session's; the kernel's result (−errno).
+   Any other number is passed to the kernel as it is. */
+long tc_syscall_file_times(long number, long a1, long a2, long a3, long a4, long a5);
 
 #endif

@@ -146,9 +146,7 @@ static long settime_call(const struct tc_syscall *call) {
 
 static long file_times_call(const struct tc_syscall *call) {
     const long *a = call->arg;
-    long result;
-    if (!tc_syscall_file_times(call->number, a[0], a[1], a[2], a[3], a[4], &result)) return raw(call);
-    return result;
+    return tc_syscall_file_times(call->number, a[0], a[1], a[2], a[3], a[4]);
 }
 
 /* ---- the process ---- */
