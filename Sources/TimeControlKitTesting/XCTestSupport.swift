@@ -75,6 +75,8 @@ extension XCTestCase {
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
     ///   - realTimeLimit: A guard on the body's process, in real time: past it
     ///     the process is killed and a failure recorded. Not the test's time.
+    ///   - file: Where a failure of the process as a whole (it hung, crashed or threw) is recorded.
+    ///   - line: The line of that file.
     ///   - body: The test's code, given its session (also `TimeSession.current` there).
     public func withTimeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                 in directory: SessionDirectory = SessionDirectory(),
@@ -102,6 +104,14 @@ extension XCTestCase {
     }
 
     /// The same for an `async` test: `body` may await (`Task.sleep`, …).
+    /// - Parameters:
+    ///   - date: The wall time the session is frozen at; nil leaves it running at real time.
+    ///   - autoAdvance: Whether a scheduler skips the waits of the body's process and of the processes it started.
+    ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
+    ///   - realTimeLimit: A guard on the body's process, in real time. Not the test's time.
+    ///   - file: Where a failure of the process as a whole (it hung, crashed or threw) is recorded.
+    ///   - line: The line of that file.
+    ///   - body: The test's code, given its session (also `TimeSession.current` there).
     public func withTimeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                 in directory: SessionDirectory = SessionDirectory(),
                                 realTimeLimit: Duration = .seconds(600),
