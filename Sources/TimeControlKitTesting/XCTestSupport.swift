@@ -157,18 +157,20 @@ struct XCTestSessionCall: @unchecked Sendable {
         self.file = file
         self.line = line
         testID = Self.commandLineName(of: testCase)
+        let testID = testID, object = ObjectIdentifier(testCase)
         let number = Self.calls.withLock { calls in
-            let key = ObjectIdentifier(testCase)
-            calls[key, default: 0] += 1
-            return calls[key]!
+            // Counted again from 1 for each run of the method (a new test case object), as in the process started for it.
+            let count = calls[testID].map { $0.object == object ? $0.count + 1 : 1 } ?? 1
+            calls[testID] = (object, count)
+            return count
         }
         callKey = "call \(number)"
         // In a process started for a call of this test, every failure from here on is the runner's to record.
         if let assignment = TestProcess.assignment, assignment.testID == testID { FailureLog.start(in: assignment.reportDirectory) }
     }
 
-    /// How many calls each test case object has made (XCTest makes one object per test method).
-    private static let calls = Mutex<[ObjectIdentifier: Int]>([:])
+    /// How many calls each test method has made in its current run, and the test case object of that run.
+    private static let calls = Mutex<[String: (object: ObjectIdentifier, count: Int)]>([:])
 
     /// `Module.Class/method` from the test case's type and its `name` (`Class.method` on Linux, `-[Class method]` elsewhere).
     static func commandLineName(of testCase: XCTestCase) -> String {
