@@ -136,14 +136,20 @@ public enum ProcessEnvironment {
     }
 }
 
+/// The names in a directory, "." and ".." left out; none if it cannot be read.
+func directoryEntries(of path: String) -> [String] {
+    guard let directory = opendir(path) else { return [] }
+    defer { closedir(directory) }
+    var names: [String] = []
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != "." && name != ".." { names.append(name) }
+    }
+    return names
+}
+
 /// Removes a directory that holds only files (a recording's or a test case's scratch directory), and them.
 func removeFlatDirectory(_ path: String) {
-    if let directory = opendir(path) {
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            if name != "." && name != ".." { unlink(path + "/" + name) }
-        }
-        closedir(directory)
-    }
+    for name in directoryEntries(of: path) { unlink(path + "/" + name) }
     rmdir(path)
 }

@@ -81,17 +81,13 @@ struct WorkingDirectory {
 
     /// Removes the working directories in `parent` whose maker no longer runs.
     private static func removeAbandoned(in parent: String) {
-        guard let directory = opendir(parent) else { return }
-        var abandoned: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasPrefix(".timectl-") else { continue }
+        let abandoned = directoryEntries(of: parent).filter { name in
+            // ".timectl-PURPOSE-PID-STARTTICKS-RANDOM", split on "-": [".timectl", PURPOSE, PID, STARTTICKS, RANDOM]
             let parts = name.split(separator: "-")
-            // "", "timectl"… split on "-": [".timectl", PURPOSE, PID, STARTTICKS, RANDOM]
-            guard parts.count == 5, let pid = Int32(parts[2]), let started = UInt64(parts[3]) else { continue }
-            if tc_proc_start_ticks(pid, nil) != started { abandoned.append(parent + "/" + name) }
-        }
-        closedir(directory)
+            guard name.hasPrefix(".timectl-"), parts.count == 5, let pid = Int32(parts[2]), let started = UInt64(parts[3])
+            else { return false }
+            return tc_proc_start_ticks(pid, nil) != started
+        }.map { parent + "/" + $0 }
         abandoned.forEach(removeFlatDirectory)
     }
 
