@@ -59,6 +59,31 @@ __attribute__((always_inline)) static inline int tc_segment_try_read_into(const 
 }
 
 /*
+ * The read of a clock that stands still — a frozen session's, or the wall
+ * under freeze --wall: loads and arithmetic, no call, so a read path that
+ * tries it first saves no registers for it. 1 with the clock in `*out`; 0
+ * with `*out` untouched when the clock runs (or a verb landed or is
+ * pending): then tc_segment_try_read_into() reads.
+ */
+__attribute__((always_inline)) static inline int tc_segment_try_read_still(const struct tc_segment *segment, int vclock,
+                                                                          struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    /* An index this time: with no real-clock read to overlap, a branch measured no faster. */
+    const struct tc_clock_state *state = &timeline->copy[seq & 1].state;
+    uint64_t rate = TC_LOAD(state->rate);
+    int track = tc_track_of(vclock);
+    if (rate != 0 && (track != TC_TRACK_WALL || (rate & (TC_RATE_PENDING | TC_RATE_WALL_FROZEN)) != TC_RATE_WALL_FROZEN))
+        return 0;
+    struct timespec value = tc_state_at_anchor(state, track);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (TC_LOAD(timeline->seq) != seq) return 0;
+    tc_add_clock_offset(segment, vclock, &value);
+    *out = value;
+    return 1;
+}
+
+/*
  * Reads a session clock into `*out`: a sequence load, a few loads and,
  * unless frozen, one real-clock read. Lock-free, wait-free while no verb
  * lands, allocation-free, async-signal-safe. Retries (a verb landed

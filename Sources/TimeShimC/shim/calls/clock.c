@@ -52,19 +52,42 @@ __attribute__((noinline)) static int virtual_time_contended(struct tc_segment *s
     return 1;
 }
 
+/*
+ * The plain attached read of a clock that runs: out of line, so that only it
+ * saves the registers its real-clock read needs, never the read of a clock
+ * that stands still before it. A running clock cannot be spun on, so its
+ * readings are not noted (runtime/starvation.h). Returns 0, clock_gettime's
+ * success, so that callers jump to it.
+ */
+__attribute__((noinline)) static int read_running_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
+    if (!TC_LIKELY(tc_segment_try_read_into(segment, vclock, value))) virtual_time_contended(segment, vclock, value);
+    return 0;
+}
+
+/* The read of a clock that stands still, noted for the spin check: 1, or 0 when the clock runs. */
+__attribute__((always_inline)) static inline int read_still_clock(struct tc_segment *segment, int vclock,
+                                                                 struct timespec *value) {
+    struct timespec reading;
+    if (!tc_segment_try_read_still(segment, vclock, &reading)) return 0;
+    /* Stored first, the reading need not outlive the spin check's rare call: no register is saved for it. */
+    *value = reading;
+    tc_spin_note_reading(segment, vclock, &reading);
+    return 1;
+}
+
+/* The plain attached read: 1 with the session's value in `*value`, or 0 (unattached, recording, replaying). */
+__attribute__((always_inline)) static inline int virtual_time_attached(int vclock, struct timespec *value) {
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
+    if (!TC_LIKELY(segment != NULL)) return 0;
+    if (!read_still_clock(segment, vclock, value)) read_running_clock(segment, vclock, value);
+    return 1;
+}
+
 /* Writes the session's value for `clock` (through `call`, an enum tc_call), or returns 0 when the real clock answers. */
 __attribute__((always_inline)) static inline int virtual_time(int call, clockid_t clock, struct timespec *value) {
     int vclock = tc_vclock_for_clockid(clock);
     if (vclock < 0) return 0;
-    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
-    if (TC_LIKELY(segment != NULL)) {
-        /* The reading stays in registers from the timeline's arithmetic through the spin check to `*value`. */
-        struct timespec reading;
-        if (!TC_LIKELY(tc_segment_try_read_into(segment, vclock, &reading))) return virtual_time_contended(segment, vclock, value);
-        tc_spin_note_reading(segment, vclock, &reading);
-        *value = reading;
-        return 1;
-    }
+    if (TC_LIKELY(virtual_time_attached(vclock, value))) return 1;
     if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return 0;
     return virtual_time_otherwise(call, clock, vclock, value);
 }
@@ -74,7 +97,16 @@ static int read_clock(int call, clockid_t clock, struct timespec *ts) {
     return 0;
 }
 
-static int shim_clock_gettime(clockid_t clock, struct timespec *ts) { return read_clock(TC_CALL_CLOCK_GETTIME, clock, ts); }
+/* The hottest entry point: a still clock's read returns with no register saved, a running one's jumps to its reader. */
+static int shim_clock_gettime(clockid_t clock, struct timespec *ts) {
+    int vclock = tc_vclock_for_clockid(clock);
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
+    if (TC_LIKELY(vclock >= 0 && segment != NULL)) {
+        if (read_still_clock(segment, vclock, ts)) return 0;
+        return read_running_clock(segment, vclock, ts);
+    }
+    return read_clock(TC_CALL_CLOCK_GETTIME, clock, ts);
+}
 
 TC_EXPORT int clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));
 TC_EXPORT int __clock_gettime(clockid_t, struct timespec *) __attribute__((alias("shim_clock_gettime")));

@@ -39,10 +39,11 @@ extern TC_TLS struct tc_spin_state tc_spin_state;
 void tc_spin_check_window(struct tc_segment *segment);
 
 /*
- * After every reading the application asks for. What a read pays for here
- * is stores (the next read's real-clock read waits for them to drain), so
- * a field is written only when its value changes: a running clock stores
- * the new reading, a frozen one the repeat count, and the rest of the state
+ * After a reading the application asks for, of a clock that stands still
+ * (only such a clock creeps: a running clock's plain reads skip this, and
+ * the few other reads that note one, contended or recorded, only reset the
+ * state). A field is written only when its value changes: a new value
+ * stores the reading, a repeated one the count, and the rest of the state
  * is rewritten only when it was not already reset.
  */
 __attribute__((always_inline)) static inline void tc_spin_note_reading(struct tc_segment *segment, int vclock,
