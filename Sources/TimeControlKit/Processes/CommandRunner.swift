@@ -109,9 +109,10 @@ public struct CommandRunner: Sendable {
         /// Whether it has started and not exited (a zombie has exited). Until
         /// then, and from then on, the scheduler takes no verdict: on the other
         /// attached processes alone it could find a deadlock that is not the command's.
-        var isRunning: Bool {
+        /// Not `exactly`: whether it has started and its exit has not been seen yet (a load, no system call).
+        func isRunning(exactly: Bool) -> Bool {
             let pid = pid.load(ordering: .acquiring)
-            return pid > 0 && tc_child_is_running(pid) != 0
+            return pid > 0 && (!exactly || tc_child_is_running(pid) != 0)
         }
     }
 
@@ -144,8 +145,9 @@ public struct CommandRunner: Sendable {
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, keepRate: keepRate, maxSteps: maxSteps,
-                                          ready: { child.isRunning },
+        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, ownHelper: { run.guardian },
+                                          keepRate: keepRate, maxSteps: maxSteps,
+                                          ready: { child.isRunning(exactly: $0) },
                                           onFailure: { _, _ in run.end(gracefully: true) })
         let status: Int32
         do {

@@ -66,12 +66,13 @@ public final class AutoAdvance: @unchecked Sendable {
     private let ownPID = getpid()
 
     /// Claims `session` for a scheduler watching `roots()` and their
-    /// descendants, freezes it unless `keepRate`, and starts the scheduler,
-    /// which takes no step and no verdict while `ready()` does not hold (a
-    /// command not started yet, or exited). If a loop guard stops it, `onFailure` runs
+    /// descendants (but not `ownHelper()`, a process of timectl's own), freezes it unless `keepRate`, and starts the scheduler,
+    /// which takes no step and no verdict while `ready(exactly)` does not hold (a
+    /// command not started yet, or exited: ``SessionScheduler/autoAdvance(until:maxSteps:ready:reportingOnly:)``). If a loop guard stops it, `onFailure` runs
     /// on the scheduler's thread with the error and the processes it was watching.
-    init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], keepRate: Bool, maxSteps: Int?,
-         ready: @escaping @Sendable () -> Bool = { true },
+    init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 },
+         keepRate: Bool, maxSteps: Int?,
+         ready: @escaping @Sendable (_ exactly: Bool) -> Bool = { _ in true },
          reportingOnly: (@Sendable (TimeControlError) -> Void)? = nil,
          onFailure: @escaping @Sendable (TimeControlError, [Int32]) -> Void = { _, _ in }) throws(TimeControlError) {
         self.session = session
@@ -82,7 +83,7 @@ public final class AutoAdvance: @unchecked Sendable {
             session.mapping.releaseScheduler(pid: ownPID)
             throw error
         }
-        scheduler = SessionScheduler(session: session, roots: roots, ownProcessIsInside: kind != .harness)
+        scheduler = SessionScheduler(session: session, roots: roots, ownHelper: ownHelper, ownProcessIsInside: kind != .harness)
         startReal = tc_real_ns(CLOCK_MONOTONIC)
         startVirtual = session.monotonicNanoseconds
         // The thread holds what it uses, not this object: releasing the object stops it.

@@ -45,7 +45,9 @@ public struct BlockedThread: Sendable, Hashable, Codable {
     }
 
     /// Threads of timectl's own (the shim's helper threads, `timectl run`'s guardian) are named `timectl-…`.
-    var isTimectls: Bool { (threadName ?? command).hasPrefix("timectl-") }
+    var isTimectls: Bool { Self.isTimectls(name: threadName ?? command) }
+
+    static func isTimectls(name: String) -> Bool { name.hasPrefix("timectl-") }
 }
 
 /// Classifies blocked threads. What it reads of the machine — which
@@ -54,8 +56,9 @@ public struct BlockedThread: Sendable, Hashable, Codable {
 /// has not seen: a scheduler classifies the threads a step woke many
 /// thousand times a second.
 final class WaitClassifier {
-    /// The processes of the session: a pipe's or socket's other end held by one of them is "inside".
-    var attached: Set<Int32> = []
+    /// The processes of the session: a pipe's or socket's other end held by one of them is "inside". Set from
+    /// `classify(pid:tid:attached:)`'s argument when a wait is classified afresh.
+    private var attached: Set<Int32> = []
     private var everyHolder: Cached<[String: [Int32]]>? = nil
     private var inet: Cached<[UInt64: InetSocket]>? = nil
     private var unix: Cached<[UInt64: (peer: UInt64, state: UInt32)]>? = nil
@@ -77,11 +80,12 @@ final class WaitClassifier {
     /// The blocked threads of `pids` (those asleep in the kernel), timectl's own left out.
     static func blockedThreads(of pids: [Int32]) -> [BlockedThread] {
         let classifier = WaitClassifier()
-        classifier.attached = Set(pids)
+        let attached = Set(pids)
         var blocked: [BlockedThread] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
-                guard ProcFS.state(pid: pid, tid: tid) == "S", var wait = classifier.classify(pid: pid, tid: tid) else { continue }
+                guard ProcFS.state(pid: pid, tid: tid) == "S", var wait = classifier.classify(pid: pid, tid: tid, attached: { attached })
+                else { continue }
                 wait.command = ProcFS.command(of: pid) ?? "?"
                 wait.threadName = ProcFS.threadName(pid: pid, tid: tid).flatMap { $0 == wait.command ? nil : $0 }
                 if !wait.isTimectls { blocked.append(wait) }
@@ -108,8 +112,9 @@ final class WaitClassifier {
     /// The thread's wait (its `command` left empty, its `threadName` nil: the caller names it), or nil when
     /// it is not blocked in a system call (it runs, or is gone). A thread found again in the same call on the
     /// same first argument (the same descriptor) within a second keeps the class it had: a pipe read woken
-    /// and entered again, step after step, costs one read of `syscall`.
-    func classify(pid: Int32, tid: Int32) -> BlockedThread? {
+    /// and entered again, step after step, costs one read of `syscall`. `attached()` (the session's
+    /// processes) is asked only for a wait classified afresh.
+    func classify(pid: Int32, tid: Int32, attached: () -> Set<Int32>) -> BlockedThread? {
         if syscallFiles[tid] == nil {
             let fd = ProcFS.openSystemCall(pid: pid, tid: tid)
             if fd >= 0 { syscallFiles[tid] = fd }
@@ -126,6 +131,7 @@ final class WaitClassifier {
             return BlockedThread(pid: pid, thread: tid, command: "", side: .inside, waitsOn: "(not readable by this user: taken as inside)")
         }
         guard call.number >= 0 else { return nil }
+        self.attached = attached()
         let (side, what) = classify(call: call, pid: pid)
         lastCall[tid] = (call.number, call.arguments[0], tc_real_ns(CLOCK_MONOTONIC), side, what)
         return BlockedThread(pid: pid, thread: tid, command: "", side: side, waitsOn: what)

@@ -24,6 +24,8 @@ final class ProcessWatch {
     }
 
     let roots: () -> [Int32]
+    /// A process of timectl's own among its children (`run`'s guardian), never watched; 0: none.
+    let ownHelper: () -> Int32
     private let ownPID = getpid()
     /// Whether this process's own threads are judged (all but the looking one).
     private let judgingOwnThreads: Bool
@@ -53,8 +55,9 @@ final class ProcessWatch {
 
     /// Watches `roots()` (evaluated at every look) and their descendants;
     /// with `judgingOwnThreads`, this process's threads too, when it is a root.
-    init(roots: @escaping () -> [Int32], judgingOwnThreads: Bool = false) {
+    init(roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 }, judgingOwnThreads: Bool = false) {
         self.roots = roots
+        self.ownHelper = ownHelper
         self.judgingOwnThreads = judgingOwnThreads
         ownThread = WatchedThread(pid: ownPID, tid: ownPID)
     }
@@ -235,9 +238,10 @@ final class ProcessWatch {
         seen.removeAll(keepingCapacity: true)
         queue.removeAll(keepingCapacity: true)
         queue.append(contentsOf: start)
+        let helper = ownHelper()
         var complete = true
         while let pid = queue.popLast() {
-            guard seen.insert(pid).inserted else { continue }
+            guard pid != helper, seen.insert(pid).inserted else { continue }
             if pid == ownPID && !judgingOwnThreads {
                 files.appendChildren(of: ownThread, to: &queue)
                 continue

@@ -70,7 +70,18 @@ final class SessionScheduler: @unchecked Sendable {
     private(set) var steps = 0
     /// What each watched thread waits on, with the run count it was classified at.
     private let classifier = WaitClassifier()
-    private var classified: [Int32: (runs: UInt64, wait: BlockedThread?)] = [:]
+    private var classified: [Int32: (runs: UInt64, wait: Classified)] = [:]
+    /// What a blocked thread was found waiting on.
+    private enum Classified {
+        /// A listed wait that watches no descriptor (a sleep, a condition, a futex, a timer): time alone, inside.
+        /// Left undescribed: only a held jump (an outside wait) or a deadlock (no timed wait pending) names threads.
+        case timed
+        case wait(BlockedThread)
+        /// Not in a system call, not readable, or timectl's own.
+        case none
+    }
+    /// The kinds of listed waits that watch descriptors, and so may wait on the outside world.
+    private static let descriptorWaitKinds: Set<String> = ["poll", "select", "epoll"]
     private let ownPID = getpid()
 
     static let shortestPause: Int64 = 50_000
@@ -97,11 +108,12 @@ final class SessionScheduler: @unchecked Sendable {
     /// In a process that is itself on the session (a test's own process under
     /// TimeControlKitTesting's trait), its own threads are watched too, all but
     /// the scheduler's: the test's own sleeps and timers are the session's waits.
-    init(session: TimeSession, roots: @escaping () -> [Int32], ownProcessIsInside: Bool = false) {
+    init(session: TimeSession, roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 }, ownProcessIsInside: Bool = false) {
         self.session = session
         self.ownProcessIsInside = ownProcessIsInside
         let ownPID = getpid()
-        self.watch = ProcessWatch(roots: roots, judgingOwnThreads: session.mapping.registeredProcesses().contains { $0.pid == ownPID })
+        self.watch = ProcessWatch(roots: roots, ownHelper: ownHelper,
+                                  judgingOwnThreads: session.mapping.registeredProcesses().contains { $0.pid == ownPID })
         waitTable = session.mapping.makeWaitTableBuffer()
         session.mapping.startWatchingWaits()
     }
@@ -129,57 +141,63 @@ final class SessionScheduler: @unchecked Sendable {
         guard let look = watch.look() else { return .busy }
         liveThreads.removeAll()
         for thread in look.threads { liveThreads.insert(pid: thread.pid, tid: thread.tid) }
-        let reading = session.readWaitTable(knownLive: liveThreads, buffer: &waitTable, names: &names)
+        let reading = session.readWaitTable(knownLive: liveThreads, buffer: &waitTable, names: &names, ownPID: ownPID)
         // Before the check of the wait table's counter below, which a freed slot bumps, as any wait ending does.
         session.releaseWaits(reading.ownersGone)
         let waits = reading.waits
         if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
         guard waitChanges == changes else { return .busy }
-        let blocked = blockedThreads(look, waits: waits)
-        if let outside = blocked.first(where: { $0.side == .outside }) { return .held(by: named(outside)) }
+        if let outside = classify(look, waits: waits) { return .held(by: named(outside)) }
         guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else {
             if let beyond = waits.first { return .endOfRange(beyond) }
-            let threads = blocked.map(named).filter { !$0.isTimectls }
+            let threads = look.threads.compactMap { thread -> BlockedThread? in
+                guard case .wait(let wait) = classified[thread.tid]?.wait else { return nil }
+                return wait
+            }.map(named).filter { !$0.isTimectls }
             if !threads.isEmpty && threads.allSatisfy({ $0.side == .inside }) { return .deadlock(threads) }
             return .idle
         }
         return .quiescent(next: next)
     }
 
-    /// What each thread of `look` waits on. A thread that has not run since it was last classified keeps its
-    /// class; one in a listed wait that watches no descriptor (a sleep, a condition, a futex, a timer) waits on
-    /// time alone, inside. Only the rest are read from /proc: after a step, usually none.
-    private func blockedThreads(_ look: ProcessWatch.Look, waits: [PendingWait]) -> [BlockedThread] {
-        var blocked: [BlockedThread] = []
-        blocked.reserveCapacity(look.threads.count)
-        var attachedKnown = false
+    /// Classifies the threads of `look` (into `classified`), and returns the first that waits on the outside
+    /// world. A thread that has not run since it was last classified keeps its class; one in a listed wait that
+    /// watches no descriptor waits on time alone. Only the rest are read from /proc: after a step, usually one
+    /// (a pipe's reader woken and blocked again), or none.
+    private func classify(_ look: ProcessWatch.Look, waits: [PendingWait]) -> BlockedThread? {
+        var outside: BlockedThread? = nil
         for thread in look.threads {
+            var entry: Classified
             if let known = classified[thread.tid], known.runs == thread.runs {
-                if let wait = known.wait { blocked.append(wait) }
-                continue
-            }
-            var wait: BlockedThread?
-            if let timed = waits.first(where: { $0.thread == thread.tid && $0.pid == thread.pid }),
-               !["poll", "select", "epoll"].contains(timed.kind) {
-                wait = BlockedThread(pid: thread.pid, thread: thread.tid, command: timed.command, side: .inside,
-                                     waitsOn: "\(timed.kind) on \(timed.clock)")
+                entry = known.wait
             } else {
-                if !attachedKnown {
-                    classifier.attached = Set(look.threads.map(\.pid)).union(ownProcessIsInside ? [ownPID] : [])
-                    attachedKnown = true
-                }
-                wait = classifier.classify(pid: thread.pid, tid: thread.tid)
-                wait?.command = names.name(of: thread.pid)
+                entry = classifyAfresh(thread, of: look, waits: waits)
+                classified[thread.tid] = (thread.runs, entry)
             }
-            classified[thread.tid] = (thread.runs, wait)
-            if let wait { blocked.append(wait) }
+            if outside == nil, case .wait(let wait) = entry, wait.side == .outside { outside = wait }
         }
         if classified.count > 2 * look.threads.count + 64 {
             let live = Set(look.threads.map(\.tid))
             classified = classified.filter { live.contains($0.key) }
             classifier.forget(allBut: live)
         }
-        return blocked
+        return outside
+    }
+
+    private func classifyAfresh(_ thread: ProcessWatch.Thread, of look: ProcessWatch.Look, waits: [PendingWait]) -> Classified {
+        if let index = waits.firstIndex(where: { $0.thread == thread.tid && $0.pid == thread.pid }),
+           !Self.descriptorWaitKinds.contains(waits[index].kind) {
+            return .timed
+        }
+        let command = names.name(of: thread.pid)
+        // timectl's own process (`run`'s guardian, on a pipe from timectl): never reported, and classifying its
+        // pipe would read every process's descriptors on the machine.
+        if BlockedThread.isTimectls(name: command) { return .none }
+        guard var wait = classifier.classify(pid: thread.pid, tid: thread.tid, attached: {
+            Set(look.threads.map(\.pid)).union(ownProcessIsInside ? [ownPID] : [])
+        }) else { return .none }
+        wait.command = command
+        return .wait(wait)
     }
 
     /// `wait` with its thread's name, for a report.
@@ -336,13 +354,16 @@ final class SessionScheduler: @unchecked Sendable {
     /// wait's timeout takes as long as it says; it is frozen again as soon as
     /// that wait is over.
     ///
-    /// While `ready()` does not hold, everything counts as running:
+    /// While `ready(exactly)` does not hold, everything counts as running:
     /// `timectl run --auto-advance` starts the scheduler before its command
     /// and stops it after, and a verdict taken on the other attached
     /// processes alone (a deadlock, when the only one waits for a signal)
     /// either ended the scheduler before the command existed, leaving it to
     /// hang on the frozen session, or made a command that had exited 0 exit 122.
-    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil, ready: () -> Bool = { true },
+    /// It is asked at every look with `exactly` false (an answer that may lag
+    /// an exit by a moment: a step then is harmless) and again, `exactly`,
+    /// before a verdict.
+    func autoAdvance(until stop: StopFlag, maxSteps: Int? = nil, ready: (_ exactly: Bool) -> Bool = { _ in true },
                      reportingOnly: ((TimeControlError) -> Void)? = nil) -> TimeControlError? {
         var loopGuard = LoopGuard(session: session)
         var pause = Self.shortestPause
@@ -353,7 +374,11 @@ final class SessionScheduler: @unchecked Sendable {
         while !stop.raised {
             let changes = waitChanges
             do {
-                let evaluation = ready() ? evaluate() : .busy
+                var evaluation = ready(false) ? evaluate() : .busy
+                switch evaluation {
+                case .deadlock, .endOfRange: if !ready(true) { evaluation = .busy }
+                default: break
+                }
                 if runningForOutside, case .held = evaluation {} else if runningForOutside {
                     try session.freeze()
                     runningForOutside = false
@@ -480,7 +505,10 @@ final class RunningRegisteredPIDs {
 
     private unowned let session: TimeSession
     private var verdicts: [Entry: Bool] = [:]
-    private var lastRows: [Entry] = []
+    /// The table as last read, and a buffer for the next reading: a look reads it without allocating.
+    private var last: [tc_proc_slot] = []
+    private var lastCount = -1
+    private var reading: [tc_proc_slot] = []
     private var lastPIDs: [Int32] = []
 
     init(session: TimeSession) {
@@ -488,14 +516,18 @@ final class RunningRegisteredPIDs {
     }
 
     func current() -> [Int32] {
-        let rows = session.mapping.registeredProcesses().map { Entry(pid: $0.pid, registered: $0.registered) }
-        if rows == lastRows { return lastPIDs }
+        let count = session.mapping.collectProcesses(into: &reading)
+        if count == lastCount && (0..<count).allSatisfy({ reading[$0].pid == last[$0].pid && reading[$0].registered == last[$0].registered }) {
+            return lastPIDs
+        }
+        swap(&reading, &last)
+        lastCount = count
+        let rows = last[..<count].map { Entry(pid: $0.pid, registered: $0.registered) }
         var next: [Entry: Bool] = [:]
         for entry in rows {
             next[entry] = verdicts[entry] ?? (RunningProcess.ifRunning(pid: entry.pid, registeredBoottime: entry.registered) != nil)
         }
         verdicts = next
-        lastRows = rows
         lastPIDs = rows.filter { next[$0] == true }.map(\.pid)
         return lastPIDs
     }

@@ -230,9 +230,18 @@ final class SegmentMapping: @unchecked Sendable {
     /// The process-table entries in use: pid, registration time on
     /// CLOCK_BOOTTIME, and how many waits it began that were already due.
     func registeredProcesses() -> [(pid: Int32, registered: Int64, immediateWaits: UInt32)] {
+        var entries: [tc_proc_slot] = []
+        let count = collectProcesses(into: &entries)
+        return entries[..<count].map { ($0.pid, $0.registered, $0.immediate_waits) }
+    }
+
+    /// The same into `entries` (grown to the table's capacity, then reused), for a reader that looks many
+    /// times a second: how many of them are in use.
+    func collectProcesses(into entries: inout [tc_proc_slot]) -> Int {
         let capacity = Int(segment.pointee.header.proc_capacity)
-        return [tc_proc_slot](unsafeUninitializedCapacity: capacity) { buffer, count in
-            count = Int(tc_proc_collect(segment, buffer.baseAddress, UInt32(capacity)))
-        }.map { ($0.pid, $0.registered, $0.immediate_waits) }
+        if entries.count < capacity { entries = Array(repeating: tc_proc_slot(), count: capacity) }
+        return entries.withUnsafeMutableBufferPointer { buffer in
+            Int(tc_proc_collect(segment, buffer.baseAddress, UInt32(buffer.count)))
+        }
     }
 }

@@ -463,8 +463,7 @@ public final class TimeSession: Sendable {
     /// sleeps, thread 0) always count. `buffer` and `names` are the
     /// caller's, kept from one reading to the next.
     func readWaitTable(knownLive: LiveThreads?, buffer: inout SegmentMapping.WaitTableBuffer,
-                       names: inout ProcessNames) -> WaitTableReading {
-        let ownPID = getpid()
+                       names: inout ProcessNames, ownPID: Int32 = getpid()) -> WaitTableReading {
         var nowOn: [VirtualClock: Int64] = [:]
         var waits: [PendingWait] = []
         var ownersGone: [(slot: Int32, owner: UInt64)] = []
