@@ -84,6 +84,40 @@ __attribute__((always_inline)) static inline int tc_segment_try_read_still(const
 }
 
 /*
+ * The read of a running clock at `real`, a reading of the real monotonic
+ * clock taken before this is called — so that a caller keeps fewer values
+ * across that reading (no register holds the sequence number or the rate
+ * while the vDSO runs). 1 with the clock in `*out`; 0 with `*out` untouched
+ * when the clock stands still (a frozen session, the wall under freeze
+ * --wall), a verb is pending, or a verb landed meanwhile: then
+ * tc_segment_try_read_into() reads. A verb published after `real` was read
+ * anchors its timeline TC_ANCHOR_LEAD_NS past its own real-clock read, so
+ * `real` lies before that anchor and the track reads the anchor: what a
+ * reader racing the verb reads anyway, never less than the old timeline
+ * gave at `real`.
+ */
+__attribute__((always_inline)) static inline int tc_segment_try_read_running(const struct tc_segment *segment, int vclock,
+                                                                            struct timespec real, struct timespec *out) {
+    const struct tc_timeline *timeline = &segment->timeline;
+    uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
+    const struct tc_clock_state *state = seq & 1 ? &timeline->copy[1].state : &timeline->copy[0].state;
+    uint64_t rate = TC_LOAD(state->rate);
+    int track = tc_track_of(vclock);
+    if (__builtin_expect((rate & (TC_RATE_PENDING | TC_RATE_WALL_FROZEN)) != 0, 0)) {
+        /* Under freeze --wall the elapsed track still runs, at the rate without the flag. */
+        if ((rate & TC_RATE_PENDING) || track == TC_TRACK_WALL) return 0;
+        rate &= ~TC_RATE_WALL_FROZEN;
+    }
+    if (rate == 0) return 0;
+    struct timespec value = tc_state_at(state, track, real, rate);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (TC_LOAD(timeline->seq) != seq) return 0;
+    tc_add_clock_offset(segment, vclock, &value);
+    *out = value;
+    return 1;
+}
+
+/*
  * Reads a session clock into `*out`: a sequence load, a few loads and,
  * unless frozen, one real-clock read. Lock-free, wait-free while no verb
  * lands, allocation-free, async-signal-safe. Retries (a verb landed

@@ -52,16 +52,25 @@ __attribute__((noinline)) static int virtual_time_contended(struct tc_segment *s
     return 1;
 }
 
+/* The read below when a verb landed or is pending meanwhile, or the clock stopped since the check for it. */
+__attribute__((noinline)) static int read_changing_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
+    if (!tc_segment_try_read_into(segment, vclock, value)) virtual_time_contended(segment, vclock, value);
+    return 0;
+}
+
 /*
  * The plain attached read of a clock that runs: out of line, so that only it
  * saves the registers its real-clock read needs, never the read of a clock
- * that stands still before it. A running clock cannot be spun on, so its
- * readings are not noted (runtime/starvation.h). Returns 0, clock_gettime's
- * success, so that callers jump to it.
+ * that stands still before it; and the real clock first, so that they are
+ * few (tc_segment_try_read_running). A running clock cannot be spun on, so
+ * its readings are not noted (runtime/starvation.h). Returns 0,
+ * clock_gettime's success, so that callers jump to it.
  */
 __attribute__((noinline)) static int read_running_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
-    if (!TC_LIKELY(tc_segment_try_read_into(segment, vclock, value))) virtual_time_contended(segment, vclock, value);
-    return 0;
+    struct timespec real;
+    tc_real_clock_gettime(CLOCK_MONOTONIC, &real);
+    if (TC_LIKELY(tc_segment_try_read_running(segment, vclock, real, value))) return 0;
+    return read_changing_clock(segment, vclock, value);
 }
 
 /* The read of a clock that stands still, noted for the spin check: 1, or 0 when the clock runs. */
