@@ -45,9 +45,7 @@ public struct BlockedThread: Sendable, Hashable, Codable {
     }
 
     /// Threads of timectl's own (the shim's helper threads, `timectl run`'s guardian) are named `timectl-…`.
-    var isTimectls: Bool { Self.isTimectls(name: threadName ?? command) }
-
-    static func isTimectls(name: String) -> Bool { name.hasPrefix("timectl-") }
+    var isTimectls: Bool { (threadName ?? command).hasPrefix("timectl-") }
 }
 
 /// Classifies blocked threads. What it reads of the machine — which

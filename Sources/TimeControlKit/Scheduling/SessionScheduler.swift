@@ -77,7 +77,7 @@ final class SessionScheduler: @unchecked Sendable {
         /// Left undescribed: only a held jump (an outside wait) or a deadlock (no timed wait pending) names threads.
         case timed
         case wait(BlockedThread)
-        /// Not in a system call, not readable, or timectl's own.
+        /// Not in a system call (it runs, or is gone).
         case none
     }
     /// The kinds of listed waits that watch descriptors, and so may wait on the outside world.
@@ -167,7 +167,7 @@ final class SessionScheduler: @unchecked Sendable {
     private func classify(_ look: ProcessWatch.Look, waits: [PendingWait]) -> BlockedThread? {
         var outside: BlockedThread? = nil
         for thread in look.threads {
-            var entry: Classified
+            let entry: Classified
             if let known = classified[thread.tid], known.runs == thread.runs {
                 entry = known.wait
             } else {
@@ -189,14 +189,10 @@ final class SessionScheduler: @unchecked Sendable {
            !Self.descriptorWaitKinds.contains(waits[index].kind) {
             return .timed
         }
-        let command = names.name(of: thread.pid)
-        // timectl's own process (`run`'s guardian, on a pipe from timectl): never reported, and classifying its
-        // pipe would read every process's descriptors on the machine.
-        if BlockedThread.isTimectls(name: command) { return .none }
         guard var wait = classifier.classify(pid: thread.pid, tid: thread.tid, attached: {
             Set(look.threads.map(\.pid)).union(ownProcessIsInside ? [ownPID] : [])
         }) else { return .none }
-        wait.command = command
+        wait.command = names.name(of: thread.pid)
         return .wait(wait)
     }
 

@@ -40,9 +40,9 @@ void tc_spin_check_window(struct tc_segment *segment);
 
 /*
  * After a reading the application asks for, of a clock that stands still
- * (only such a clock creeps: a running clock's plain reads skip this, and
- * the few other reads that note one, contended or recorded, only reset the
- * state). A field is written only when its value changes: a new value
+ * (only such a clock creeps, so a running clock's plain reads skip this;
+ * contended and recorded reads note theirs whatever the clock does). A
+ * field is written only when its value changes: a new value
  * stores the reading, a repeated one the count, and the rest of the state
  * is rewritten only when it was not already reset.
  */
