@@ -68,7 +68,8 @@ extension XCTestCase {
     /// Several calls in one test method each get their own session and process.
     ///
     /// - Parameters:
-    ///   - date: The wall time the session is frozen at; nil leaves it running at real time.
+    ///   - date: The wall time the session is frozen at when `body` begins (before, in `setUp`, it runs);
+    ///     nil leaves it running at real time.
     ///   - autoAdvance: Whether a scheduler advances the session whenever
     ///     the body's process and the processes it started are all blocked
     ///     and one of them waits on time: a `Thread.sleep(forTimeInterval: 60)` returns at once.
@@ -86,7 +87,7 @@ extension XCTestCase {
         let call = XCTestSessionCall(testCase: self, file: file, line: line)
         if call.belongsToAnotherCall { return }
         if let assignment = call.assignment {
-            call.runBodyAndExit(assignment) { session in
+            call.runBodyAndExit(assignment, frozenAt: date) { session in
                 try TimeSession.$current.withValue(session) { try body(session) }
             }
         }
@@ -105,7 +106,8 @@ extension XCTestCase {
 
     /// The same for an `async` test: `body` may await (`Task.sleep`, …).
     /// - Parameters:
-    ///   - date: The wall time the session is frozen at; nil leaves it running at real time.
+    ///   - date: The wall time the session is frozen at when `body` begins (before, in `setUp`, it runs);
+    ///     nil leaves it running at real time.
     ///   - autoAdvance: Whether a scheduler skips the waits of the body's process and of the processes it started.
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
     ///   - realTimeLimit: A guard on the body's process, in real time. Not the test's time.
@@ -121,7 +123,7 @@ extension XCTestCase {
         if call.belongsToAnotherCall { return }
         if let assignment = call.assignment {
             do {
-                let session = try call.open(assignment)
+                let session = try call.open(assignment, frozenAt: date)
                 try await TimeSession.$current.withValue(session) { try await body(session) }
                 call.exit(after: nil)
             } catch {
@@ -200,16 +202,22 @@ struct XCTestSessionCall: @unchecked Sendable {
 
     // MARK: In the process started for the call
 
-    func open(_ assignment: TestProcess.Assignment) throws -> TimeSession {
+    /// The session, frozen at `date` from here on. Until here it ran: XCTest's
+    /// own waits before the body (an async `setUp`, waited for in slices of
+    /// 0.1 s of the run loop, which count on that time passing to recover
+    /// from a wake-up that came just before the slice) would stand for ever
+    /// on a clock frozen from the start, about one test in a hundred.
+    func open(_ assignment: TestProcess.Assignment, frozenAt date: Date?) throws -> TimeSession {
         TestProcess.exitWithParent(assignment.parent)
         let session = try TestProcess.openSession(assignment)
+        if let date { try session.freeze(at: date) }
         TestProcess.reportRan(assignment)
         return session
     }
 
-    func runBodyAndExit(_ assignment: TestProcess.Assignment, _ body: (TimeSession) throws -> Void) -> Never {
+    func runBodyAndExit(_ assignment: TestProcess.Assignment, frozenAt date: Date?, _ body: (TimeSession) throws -> Void) -> Never {
         do {
-            try body(try open(assignment))
+            try body(try open(assignment, frozenAt: date))
             exit(after: nil)
         } catch {
             exit(after: error)
@@ -233,7 +241,8 @@ struct XCTestSessionCall: @unchecked Sendable {
     // MARK: In the runner
 
     func runInOwnProcess(_ options: Options) async throws {
-        let session = try TimeSession.temporary(frozenAt: options.frozenAt, in: options.directory)
+        // Running, unless a scheduler freezes it: the test's own process freezes it at `frozenAt` when the body begins.
+        let session = try TimeSession.temporary(in: options.directory)
         defer { session.end() }
         try await TestProcess.prepareShim()
         let scheduler = options.autoAdvance ? try session.startAutoAdvance() : nil
