@@ -45,17 +45,11 @@ __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t 
     return 1;
 }
 
-/* The plain attached read when a verb landed or is pending meanwhile. */
+/* The plain attached read when a verb landed or is pending meanwhile (or the clock stopped since it was checked). */
 __attribute__((noinline)) static int virtual_time_contended(struct tc_segment *segment, int vclock, struct timespec *value) {
     tc_segment_read_contended(segment, vclock, value);
     tc_spin_note_reading(segment, vclock, value);
     return 1;
-}
-
-/* The read below when a verb landed or is pending meanwhile, or the clock stopped since the check for it. */
-__attribute__((noinline)) static int read_changing_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
-    if (!tc_segment_try_read_into(segment, vclock, value)) virtual_time_contended(segment, vclock, value);
-    return 0;
 }
 
 /*
@@ -69,8 +63,8 @@ __attribute__((noinline)) static int read_changing_clock(struct tc_segment *segm
 __attribute__((noinline)) static int read_running_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
     struct timespec real;
     tc_real_clock_gettime(CLOCK_MONOTONIC, &real);
-    if (TC_LIKELY(tc_segment_try_read_running(segment, vclock, real, value))) return 0;
-    return read_changing_clock(segment, vclock, value);
+    if (!TC_LIKELY(tc_segment_try_read_running(segment, vclock, real, value))) virtual_time_contended(segment, vclock, value);
+    return 0;
 }
 
 /* The read of a clock that stands still, noted for the spin check: 1, or 0 when the clock runs. */
