@@ -111,9 +111,17 @@ struct Run: ParsableCommand {
     }
 
     func run() throws {
-        let start = try start()
-        let session: SessionChoice = start == nil ? .named(sessionOptions.session)
-            : sessionOptions.session.map { .named($0) } ?? .temporary
+        var start = try start()
+        let session: SessionChoice
+        if start != nil {
+            session = sessionOptions.session.map { .named($0) } ?? .temporary
+        } else if autoAdvance && !keepRate && SessionOptions.named(sessionOptions.session) == nil {
+            // A run that names no session and no time starts at the pinned origin: the same values every run.
+            session = .temporary
+            start = SessionStart(wallClock: .absolute(nanosecondsSinceEpoch: 946_684_800 * 1_000_000_000), frozen: true, rate: nil, forScheduler: true)
+        } else {
+            session = .named(sessionOptions.session)
+        }
         guard autoAdvance else {
             throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers, allowingUncontrolled: allowUncontrolled))
         }
@@ -167,6 +175,8 @@ struct Run: ParsableCommand {
             }
             try session.setWallClock(to: wallClock)
             if let rate { try session.setRate(rate) }
+            // A session created pinned for this run stands frozen at the origin until now.
+            else if session.isPinned && session.pace.rate == nil { try session.resume() }
         }
     }
 
@@ -180,8 +190,11 @@ struct Run: ParsableCommand {
             try CommandRunner.check(arguments, allowingUncontrolled: allowingUncontrolled)  // a refused command leaves no session behind
             let session: TimeSession
             switch choice {
-            case .named(let name): session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
-            case .temporary: session = try TimeSession.temporary()
+            // A session --at sets is pinned, if this run creates it.
+            case .named(let name):
+                let resolved = try SessionOptions.resolve(name)
+                session = start == nil ? try TimeSession.openOrCreate(named: resolved) : try TimeSession.openOrCreatePinned(named: resolved)
+            case .temporary: session = start == nil ? try TimeSession.temporary() : try TimeSession.temporaryPinned()
             }
             try start?.apply(to: session)
             let shimEnvironment = try ShimEnvironment(session: session)

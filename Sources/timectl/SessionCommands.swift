@@ -53,13 +53,32 @@ struct SessionCommand: ParsableCommand {
         static let whyNoSession = "name the session as its argument: 'timectl session create NAME'"
 
         static let configuration = CommandConfiguration(
-        commandName: "create", abstract: "Create a session at real time.")
+            commandName: "create", abstract: "Create a session at real time, or pinned and frozen at AT.",
+            discussion: """
+                With --at the session is pinned, as the private session of 'timectl run --at' is: \
+                frozen, its wall clock at AT and its monotonic clocks at 1000 s, so that runs on \
+                sessions created alike read the same values ('timectl resume' starts them).
+                """)
 
         @Argument(help: ArgumentHelp("Session name: letters, digits, '.', '_' and '-'.", valueName: "name"))
         var name: String
 
+        @Option(help: ArgumentHelp("Pin the session and freeze it with its wall clock at AT (formats as for 'freeze').", valueName: "at"))
+        var at: String?
+
         func run() throws {
-            _ = try TimeSession.create(named: name)
+            guard let at else {
+                _ = try TimeSession.create(named: name)
+                return
+            }
+            let target = try InvalidValue.reporting { () throws(FormatError) in try TimeFormats.parseInstant(at) }
+            let session = try TimeSession.create(named: name, pinned: true)
+            do {
+                try session.freeze(at: target)
+            } catch {
+                try? TimeSession.removeUnchecked(named: name)
+                throw error
+            }
         }
     }
 

@@ -33,7 +33,7 @@ int main(int argc, char **argv) {
         int dirfd = open(directory, O_RDONLY | O_DIRECTORY);
         struct tc_mapping mapping;
         struct tc_failure failure = {0};
-        if (tc_segment_create(dirfd, "shimtest", "shimtest.seg", &mapping, &failure) != TC_OK) {
+        if (tc_segment_create(dirfd, "shimtest", "shimtest.seg", NULL, &mapping, &failure) != TC_OK) {
             fprintf(stderr, "cannot create a segment: %s\n", tc_result_phrase(failure.result));
             return 2;
         }

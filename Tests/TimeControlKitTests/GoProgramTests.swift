@@ -32,6 +32,7 @@ struct GoProgramTests {
 
     static let start: Int64 = 1_451_649_600
     static let second: Int64 = 1_000_000_000
+    static let millisecond: Int64 = 1_000_000
 
     func frozenSession(_ name: String) throws -> (Sandbox, TimeSession, [String: String]) {
         let (sandbox, session) = try Sandbox.frozenSession(name)  // at Self.start
@@ -127,7 +128,12 @@ struct GoProgramTests {
             let sleeping = run.line(startingWith: "sleeping ", guardSeconds: 60)
             try #require(sleeping != nil, "never reached its sleep: \(run.output) \(run.errorOutput)")
             let (collections, sleepingWall, _) = collectorRun(run.output)
-            #expect(collections >= 100, "\(run.output)")
+            #expect(collections >= 50, "\(run.output)")
+            // The session stood still; the program's own clocks moved by its collections' timed-out waits for a
+            // running goroutine, 100 µs each (docs/starvation.md), a few milliseconds in all.
+            let sessionWall = session.wallClockNanoseconds
+            #expect(sleepingWall >= sessionWall && sleepingWall - sessionWall <= 50 * Self.millisecond,
+                    "the program's clock at its sleep: \(sleepingWall), the session's: \(sessionWall)")
             usleep(500_000)
             #expect(run.isRunning, "slept through a frozen session: \(run.output)")
             let status = try decodeStatus(try sandbox.timectl("--session", "go-gc", "status", "--json"))
@@ -136,7 +142,7 @@ struct GoProgramTests {
             #expect(!waits.isEmpty && waits.allSatisfy {
                 $0.virtualClock == .monotonic && $0.remainingNanoseconds > 0 && $0.remainingNanoseconds <= 2 * Self.second
             }, "pending waits: \(status.waits)")
-            #expect(status.wallClockNanoseconds == sleepingWall, "the clock moved while the program slept")
+            #expect(status.wallClockNanoseconds == sessionWall, "the clock moved while the program slept")
             let tick = try sandbox.timectl("--session", "go-gc", "tick", "2")
             #expect(tick.status == 0, "\(tick)")
             #expect(run.exitStatus(guardSeconds: 30) == 0, "\(run.output) \(run.errorOutput)")
@@ -157,7 +163,7 @@ struct GoProgramTests {
             let result = try sandbox.timectl(["run", "--at", "@\(Self.start)", "--auto-advance", "--", program], guardSeconds: 60)
             #expect(result.status == 0, "\(result)")
             let (collections, sleepingWall, slept) = collectorRun(result.stdout)
-            #expect(collections >= 100, "\(result)")
+            #expect(collections >= 50, "\(result)")
             #expect(slept == "\(2 * Self.second) \(sleepingWall / Self.second + 2)", "\(result)")
         }
     }

@@ -17,19 +17,24 @@ final class SegmentMapping: @unchecked Sendable {
     private let segment: UnsafeMutablePointer<tc_segment>
     let path: String
     private let mapping: tc_mapping
+    /// The segment's file, read-only, for the file-time boundary of each verb (`tc_file_time_boundary`); −1 if
+    /// it could not be opened (verbs then mark their real instant, as the shim's own do).
+    private let file: Int32
 
     /// How long a verb waits for another writer before giving up.
     static let lockTimeoutNanoseconds: Int64 = 10_000_000_000
 
-    private init(_ mapping: tc_mapping, path: String) {
+    private init(_ mapping: tc_mapping, path: String, directory: FileDescriptor, fileName: String) {
         self.mapping = mapping
         self.segment = mapping.segment
         self.path = path
+        file = openat(directory.rawValue, fileName, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
     }
 
     deinit {
         var mapping = self.mapping
         tc_segment_unmap(&mapping)
+        if file >= 0 { close(file) }
     }
 
     /// Maps the segment `fileName` in `directory`; nil if it does not exist.
@@ -41,18 +46,26 @@ final class SegmentMapping: @unchecked Sendable {
             if failure.result == Int32(TC_E_MISSING.rawValue) { return nil }
             throw TimeControlError(failure, path: path)
         }
-        return SegmentMapping(mapping, path: path)
+        return SegmentMapping(mapping, path: path, directory: directory, fileName: fileName)
     }
 
-    /// Creates the segment at real time; nil if another process created it first.
-    static func create(directory: FileDescriptor, name: String, fileName: String, path: String) throws(TimeControlError) -> SegmentMapping? {
+    /// Creates the segment, its clocks at real time or, with `pinnedAt`, its monotonic clocks starting at that
+    /// many nanoseconds (`tc_segment_create`); nil if another process created it first.
+    static func create(directory: FileDescriptor, name: String, fileName: String, path: String,
+                       pinnedAt origin: Int64? = nil) throws(TimeControlError) -> SegmentMapping? {
         var mapping = tc_mapping()
         var failure = tc_failure()
-        guard tc_segment_create(directory.rawValue, name, fileName, &mapping, &failure) == 0 else {
+        let created: Int32
+        if var origin {
+            created = tc_segment_create(directory.rawValue, name, fileName, &origin, &mapping, &failure)
+        } else {
+            created = tc_segment_create(directory.rawValue, name, fileName, nil, &mapping, &failure)
+        }
+        guard created == 0 else {
             if failure.result == Int32(TC_E_EXISTS.rawValue) { return nil }
             throw TimeControlError(failure, path: path)
         }
-        return SegmentMapping(mapping, path: path)
+        return SegmentMapping(mapping, path: path, directory: directory, fileName: fileName)
     }
 
     /// The header: written once at creation and validated when the segment was opened.
@@ -72,7 +85,7 @@ final class SegmentMapping: @unchecked Sendable {
         defer { tc_segment_unlock(segment) }
         var verb = makeVerb()
         var published = tc_clock_state()
-        let result = tc_segment_apply(segment, &verb, &published)
+        let result = tc_segment_apply_bounded(segment, &verb, tc_file_time_boundary(file), &published)
         switch result {
         case 0: return published
         case Int32(TC_E_RANGE.rawValue): throw .outOfRange(verb: name())

@@ -84,16 +84,36 @@ public final class TimeSession: Sendable {
 
     private let ended = Atomic<Bool>(false)
 
-    /// A new private session, named `tmp-PID-N-XXXX`, created at real time
-    /// and, with `date`, frozen there. Parallel tests each take their own.
+    /// Where a pinned session's monotonic clocks (`CLOCK_MONOTONIC`, `_RAW`,
+    /// `_COARSE`, `CLOCK_BOOTTIME`) start: 1000 s, as if the machine had
+    /// booted that long before. Every session made for one run or one test
+    /// is pinned (SPEC §11): two runs read the same values.
+    public static let pinnedMonotonicOrigin: Duration = .seconds(1000)
+
+    /// Where the wall clock of a run that names no time starts
+    /// (`timectl run --auto-advance` without `--at` or a session):
+    /// 2000-01-01T00:00:00Z, as Go's `testing/synctest` bubbles start.
+    public static let pinnedWallOrigin = Date(timeIntervalSince1970: 946_684_800)
+
+    /// A new private session, named `tmp-PID-N-XXXX`, pinned (its monotonic
+    /// clocks start at ``pinnedMonotonicOrigin``; its wall clock at real time
+    /// or, with `date`, frozen there). Parallel tests each take their own.
     public static func temporary(frozenAt date: Date? = nil,
                                  in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        let session = try temporaryPinned(in: directory)
+        // Pinned sessions start frozen at the origin: from here on the clocks run from it, or stand at `date`.
+        if let date { try session.freeze(at: date) } else { try session.resume() }
+        return session
+    }
+
+    /// A new private session, pinned and still frozen at the origin, for a caller that sets it going itself.
+    @_spi(CommandLine)
+    public static func temporaryPinned(in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
         let serial = temporarySerial.add(1, ordering: .relaxed).newValue
         let name = "tmp-\(getpid())-\(serial)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
-        let session = try openOrCreate(named: name, in: directory, mustCreate: true, isTemporary: true)
+        let session = try openOrCreate(named: name, in: directory, mustCreate: true, isTemporary: true, pinned: true)
         _ = endAtExit
         liveTemporary.withLock { $0[ObjectIdentifier(session)] = WeakSession(session) }
-        if let date { try session.freeze(at: date) }
         return session
     }
 
@@ -131,13 +151,28 @@ public final class TimeSession: Sendable {
         try openOrCreate(named: name, in: directory, mustCreate: false)
     }
 
-    /// Creates a new session at real time; fails if it already exists.
-    public static func create(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
-        try openOrCreate(named: name, in: directory, mustCreate: true)
+    /// Creates a new session; fails if it already exists. Its clocks start at
+    /// real time or, `pinned`, frozen with its monotonic clocks at
+    /// ``pinnedMonotonicOrigin`` (its wall clock at real time until a verb sets
+    /// it: ``freeze(at:)``, or ``resume(rate:)`` to start it from there), as a session made
+    /// for one run is: two runs on sessions set up alike read the same values.
+    public static func create(named name: String, in directory: SessionDirectory = SessionDirectory(),
+                              pinned: Bool = false) throws(TimeControlError) -> TimeSession {
+        try openOrCreate(named: name, in: directory, mustCreate: true, pinned: pinned)
+    }
+
+    /// Opens a session, creating it pinned (``create(named:in:pinned:)``) if it does not exist.
+    public static func openOrCreatePinned(named name: String, in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
+        try openOrCreate(named: name, in: directory, mustCreate: false, pinned: true)
+    }
+
+    /// Whether the session's monotonic clocks started at ``pinnedMonotonicOrigin`` rather than at real time.
+    public var isPinned: Bool {
+        mapping.header.base.0 == SessionClock.Instant.nanoseconds(of: Self.pinnedMonotonicOrigin)
     }
 
     private static func openOrCreate(named name: String, in directory: SessionDirectory, mustCreate: Bool,
-                                     isTemporary: Bool = false) throws(TimeControlError) -> TimeSession {
+                                     isTemporary: Bool = false, pinned: Bool = false) throws(TimeControlError) -> TimeSession {
         try SessionDirectory.validate(name: name)
         let path = directory.segmentPath(for: name)
         let fileName = SessionDirectory.fileName(for: name)
@@ -147,7 +182,9 @@ public final class TimeSession: Sendable {
         if !mustCreate, let existing = try SegmentMapping.open(directory: descriptor, fileName: fileName, path: path) {
             return TimeSession(name: name, directory: directory, mapping: existing)
         }
-        if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path) {
+        let origin = pinned ? SessionClock.Instant.nanoseconds(of: Self.pinnedMonotonicOrigin) : nil
+        if let created = try SegmentMapping.create(directory: descriptor, name: name, fileName: fileName, path: path,
+                                                   pinnedAt: origin) {
             return TimeSession(name: name, directory: directory, mapping: created, isTemporary: isTemporary)
         }
         if mustCreate {

@@ -77,13 +77,14 @@ uint64_t tc_header_check(const struct tc_segment_header *header) {
 }
 
 uint32_t tc_state_check(const struct tc_clock_state *state, const struct tc_pending_verb *pending) {
-    uint64_t words[7 + 5];
+    uint64_t words[7 + 6];
     size_t count = 7;
     memcpy(words, state, sizeof(*state));
     if (state->rate & TC_RATE_PENDING) {
         /* Everything but the anchor, which a reader may store at any time. */
         memcpy(&words[7], pending, 5 * sizeof(uint64_t));
-        count += 5;
+        words[12] = (uint64_t)pending->file_boundary;
+        count += 6;
     }
     uint64_t hash = mix_words(0x7374617465000007ULL, words, count);
     return (uint32_t)(hash ^ (hash >> 32));

@@ -123,7 +123,42 @@ void tc_segment_unmap(struct tc_mapping *mapping) {
     mapping->size = 0;
 }
 
-static void format_segment(struct tc_segment *segment, uint64_t size, const char *name) {
+/*
+ * A file time that tells files written before from files written after
+ * (timectl_segment_file.h). Since Linux 6.13 ext4, xfs, btrfs and tmpfs
+ * have multigrain time stamps: a file is stamped from the coarse clock
+ * (a tick, 4 ms here), unless its times were read since its last change and
+ * the coarse clock has not moved past them — then from the fine clock, and
+ * no file of theirs is stamped earlier than that fine stamp from then on
+ * (one floor for all of them). So: read the file's times, touch it, read
+ * them again. A stamp from the fine clock is at or after the real time read
+ * before the touch: that is the boundary, exact to the nanosecond. A coarse
+ * one (the file last changed before this tick) is not, but it leaves the
+ * file changed in this tick: the next touch is stamped finely. Where every
+ * stamp is coarse (file systems or kernels without multigrain stamps), no
+ * boundary.
+ */
+static int changed_at(int fd, int64_t *ns) {
+    struct statx times;
+    if (tc_raw_syscall(SYS_statx, fd, "", AT_EMPTY_PATH, STATX_CTIME, &times) != 0 || !(times.stx_mask & STATX_CTIME))
+        return 0;
+    *ns = (int64_t)times.stx_ctime.tv_sec * TC_NS_PER_SECOND + times.stx_ctime.tv_nsec;
+    return 1;
+}
+
+int64_t tc_file_time_boundary(int fd) {
+    int64_t stamp;
+    if (fd < 0 || !changed_at(fd, &stamp)) return 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        int64_t before = tc_real_ns(CLOCK_REALTIME);
+        if (tc_raw_syscall(SYS_utimensat, fd, 0, 0, 0) != 0 || !changed_at(fd, &stamp)) return 0;
+        if (stamp >= before) return stamp;
+    }
+    return 0;
+}
+
+static void format_segment(struct tc_segment *segment, uint64_t size, const char *name, const int64_t *origin,
+                           int64_t boundary) {
     struct tc_segment_header *h = &segment->header;
     memcpy(h->magic, TC_SEGMENT_MAGIC, sizeof(h->magic));
     h->version = TC_SEGMENT_VERSION;
@@ -139,23 +174,31 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
     strncpy(h->name, name, sizeof(h->name) - 1);
 
     /* Read monotonic first: it is the anchor every other clock runs from. */
+    int64_t real_monotonic = tc_real_ns(CLOCK_MONOTONIC);
     int64_t *base = h->base;
-    base[TC_VCLOCK_MONOTONIC] = tc_real_ns(CLOCK_MONOTONIC);
-    base[TC_VCLOCK_MONOTONIC_RAW] = tc_real_ns(CLOCK_MONOTONIC_RAW);
-    base[TC_VCLOCK_BOOTTIME] = tc_real_ns(CLOCK_BOOTTIME);
-    base[TC_VCLOCK_REALTIME] = tc_real_ns(CLOCK_REALTIME);
-    /* The kernel's TAI offset is whole seconds; reading the two clocks one
-       after the other must not add the nanoseconds in between. */
-    int64_t tai_offset = tc_real_ns(CLOCK_TAI) - base[TC_VCLOCK_REALTIME];
-    tai_offset = (tai_offset + TC_NS_PER_SECOND / 2) / TC_NS_PER_SECOND * TC_NS_PER_SECOND;
+    int64_t tai_offset = TC_PINNED_TAI_OFFSET_NS;
+    if (origin) {
+        base[TC_VCLOCK_MONOTONIC] = base[TC_VCLOCK_MONOTONIC_RAW] = base[TC_VCLOCK_BOOTTIME] = *origin;
+        base[TC_VCLOCK_REALTIME] = tc_real_ns(CLOCK_REALTIME);
+    } else {
+        base[TC_VCLOCK_MONOTONIC] = real_monotonic;
+        base[TC_VCLOCK_MONOTONIC_RAW] = tc_real_ns(CLOCK_MONOTONIC_RAW);
+        base[TC_VCLOCK_BOOTTIME] = tc_real_ns(CLOCK_BOOTTIME);
+        base[TC_VCLOCK_REALTIME] = tc_real_ns(CLOCK_REALTIME);
+        /* The kernel's TAI offset is whole seconds; reading the two clocks one
+           after the other must not add the nanoseconds in between. */
+        tai_offset = tc_real_ns(CLOCK_TAI) - base[TC_VCLOCK_REALTIME];
+        tai_offset = (tai_offset + TC_NS_PER_SECOND / 2) / TC_NS_PER_SECOND * TC_NS_PER_SECOND;
+    }
     base[TC_VCLOCK_TAI] = base[TC_VCLOCK_REALTIME] + tai_offset;
-    h->created_realtime = base[TC_VCLOCK_REALTIME];
+    h->created_realtime = boundary ? boundary : base[TC_VCLOCK_REALTIME];
     for (int clock = 0; clock < TC_VCLOCK_COUNT; clock++) {
         int track_clock = tc_track_of(clock) == TC_TRACK_WALL ? TC_VCLOCK_REALTIME : TC_VCLOCK_MONOTONIC;
         h->clock_offset[clock] = tc_split_ns(base[clock] - base[track_clock]);
     }
 
-    struct tc_anchors anchors = {.t0 = base[TC_VCLOCK_MONOTONIC], .rate = TC_RATE_ONE};
+    /* A pinned session starts frozen at its origin: its clocks start when a verb starts them, not at creation. */
+    struct tc_anchors anchors = {.t0 = real_monotonic, .rate = origin ? 0 : TC_RATE_ONE};
     anchors.track[TC_TRACK_ELAPSED] = base[TC_VCLOCK_MONOTONIC];
     anchors.track[TC_TRACK_WALL] = base[TC_VCLOCK_REALTIME];
     for (int copy = 0; copy < 2; copy++) {
@@ -163,15 +206,17 @@ static void format_segment(struct tc_segment *segment, uint64_t size, const char
         segment->timeline.copy[copy].check = tc_state_check(&segment->timeline.copy[copy].state, NULL);
     }
     h->check = tc_header_check(h);
-    tc_history_append(segment, h->created_realtime, base[TC_VCLOCK_REALTIME], TC_RATE_ONE);
+    tc_history_append(segment, h->created_realtime, base[TC_VCLOCK_REALTIME],
+                      anchors.rate | (boundary ? TC_HISTORY_EXACT_START : 0));
 }
 
-int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
-                      struct tc_failure *failure) {
+int tc_segment_create(int dirfd, const char *name, const char *file_name, const int64_t *origin,
+                      struct tc_mapping *mapping, struct tc_failure *failure) {
     static unsigned counter;
     mapping->segment = NULL;
     mapping->size = 0;
     if (strlen(name) >= TC_SESSION_NAME_MAX) return tc_segment_fail(failure, TC_E_INVALID);
+    if (origin && !tc_instant_in_range(*origin)) return tc_segment_fail(failure, TC_E_INVALID);
     tc_realclock_init();
 
     char temporary[PATH_MAX];
@@ -191,9 +236,10 @@ int tc_segment_create(int dirfd, const char *name, const char *file_name, struct
     if (result == TC_OK && (r = tc_raw_syscall(SYS_ftruncate, fd, size)) < 0)
         result = tc_segment_fail_syscall(failure, "ftruncate", r);
     if (result == TC_OK) result = map_fd((int)fd, size, mapping, failure);
+    int64_t boundary = result == TC_OK ? tc_file_time_boundary((int)fd) : 0;
     tc_raw_syscall(SYS_close, fd);
     if (result == TC_OK) {
-        format_segment(mapping->segment, size, name);
+        format_segment(mapping->segment, size, name, origin, boundary);
         r = tc_raw_syscall(SYS_linkat, dirfd, temporary, dirfd, file_name, 0);
         if (r == -EEXIST) result = tc_segment_fail(failure, TC_E_EXISTS);
         else if (r < 0) result = tc_segment_fail_syscall(failure, "link", r);

@@ -68,6 +68,7 @@ static void load_pending(struct tc_pending_verb *to, const struct tc_pending_ver
     to->reserved = 0;
     to->real_offset = __atomic_load_n(&from->real_offset, __ATOMIC_RELAXED);
     to->anchor = __atomic_load_n(&from->anchor, __ATOMIC_RELAXED);
+    to->file_boundary = __atomic_load_n(&from->file_boundary, __ATOMIC_RELAXED);
 }
 
 static int load_published(const struct tc_timeline *timeline, uint32_t seq, struct tc_clock_state *state,
@@ -204,6 +205,7 @@ static uint32_t publish(struct tc_timeline *timeline, uint32_t seq, const struct
         __atomic_store_n(&to->rate, pending->rate, __ATOMIC_RELAXED);
         __atomic_store_n(&to->vclock, pending->vclock, __ATOMIC_RELAXED);
         __atomic_store_n(&to->real_offset, pending->real_offset, __ATOMIC_RELAXED);
+        __atomic_store_n(&to->file_boundary, pending->file_boundary, __ATOMIC_RELAXED);
         __atomic_store_n(&to->anchor, tc_pending_unanchored(seq + 1), __ATOMIC_RELAXED);
     }
     store_state(&timeline->copy[index].state, state);
@@ -226,10 +228,14 @@ static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const
     if (verb_result) *verb_result = result;
     tc_anchors_pack(resolved, &anchors);
     seq = publish(timeline, seq, resolved, NULL);
-    /* The session's past, for file times: from the verb's real instant on, the wall reads this. */
-    if (result == TC_OK)
-        tc_history_append(segment, anchors.t0 + pending.real_offset, anchors.track[TC_TRACK_WALL],
-                          tc_anchors_track_rate(&anchors, TC_TRACK_WALL));
+    /* The session's past, for file times: from the verb's real instant on (its file-time boundary, when its
+       writer took one), the wall reads this. */
+    if (result == TC_OK) {
+        uint64_t rate = tc_anchors_track_rate(&anchors, TC_TRACK_WALL);
+        if (pending.file_boundary)
+            tc_history_append(segment, pending.file_boundary, anchors.track[TC_TRACK_WALL], rate | TC_HISTORY_EXACT_START);
+        else tc_history_append(segment, anchors.t0 + pending.real_offset, anchors.track[TC_TRACK_WALL], rate);
+    }
     return seq;
 }
 
@@ -239,6 +245,11 @@ static uint32_t publish_resolved(struct tc_segment *segment, uint32_t seq, const
  * refused verb leaves the segment as it was.
  */
 int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published) {
+    return tc_segment_apply_bounded(segment, verb, 0, published);
+}
+
+int tc_segment_apply_bounded(struct tc_segment *segment, const struct tc_verb *verb, int64_t file_boundary,
+                             struct tc_clock_state *published) {
     if (!tc_verb_valid(verb)) return TC_E_INVALID;
     struct tc_timeline *timeline = &segment->timeline;
     uint32_t seq = __atomic_load_n(&timeline->seq, __ATOMIC_ACQUIRE);
@@ -258,7 +269,7 @@ int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, str
 
     struct tc_pending_verb pending = {
         .kind = verb->kind, .wall = verb->wall, .value = verb->value, .rate = verb->rate,
-        .vclock = verb->vclock, .real_offset = now.realtime - now.monotonic,
+        .vclock = verb->vclock, .real_offset = now.realtime - now.monotonic, .file_boundary = file_boundary,
     };
     struct tc_clock_state before = state;
     before.rate |= TC_RATE_PENDING;

@@ -37,6 +37,15 @@
  *
  * Readers take no lock: an entry is valid when its `number` matches before
  * and after the read (a writer overwriting the oldest slot changes it).
+ *
+ * An interval whose start is exact (TC_HISTORY_EXACT_START: its verb was
+ * given a file-time boundary, tc_file_time_boundary in timectl_segment_file.h) needs no tick
+ * of slack: every file written before the verb carries a time below its
+ * real_start, every file written after it one at or above, so a file
+ * written a microsecond before an auto-advance step keeps the time before
+ * the step. On file systems that stamp coarsely even then (or kernels
+ * before multigrain time stamps) a file written in the verb's own tick may
+ * fall on either side.
  */
 #ifndef TIMECTL_FILETIMES_H
 #define TIMECTL_FILETIMES_H
@@ -49,6 +58,7 @@ extern "C" {
 
 /* History ring capacity of a new segment: 4096 verbs, 128 KiB. */
 #define TC_HISTORY_ENTRIES 4096u
+
 
 struct tc_history_view {
     int64_t real_start;
@@ -105,8 +115,12 @@ static inline int64_t tc_file_time_to_virtual(const struct tc_segment *segment, 
     int seen = 0;
     for (uint64_t n = count; n-- > oldest;) {
         if (!tc_history_read(segment, n, &view)) continue;
-        if (real >= view.real_start) return view.wall_start + tc_scale(real - view.real_start, view.wall_rate);
-        if (real >= view.real_start - granularity) return view.wall_start;
+        int exact = (view.wall_rate & TC_HISTORY_EXACT_START) != 0;
+        uint64_t rate = view.wall_rate & ~TC_HISTORY_EXACT_START;
+        if (real >= view.real_start) return view.wall_start + tc_scale(real - view.real_start, rate);
+        if (!exact && real >= view.real_start - granularity) return view.wall_start;
+        /* Before the session's first instant: older than the session, its own time. */
+        if (n == 0) return real;
         oldest_seen = view;
         seen = 1;
     }
@@ -131,6 +145,7 @@ static inline int64_t tc_file_time_to_real(const struct tc_segment *segment, int
     struct tc_history_view last = {0, 0, 0};
     for (uint64_t n = oldest; n < count; n++) {
         if (!tc_history_read(segment, n, &view)) continue;
+        view.wall_rate &= ~TC_HISTORY_EXACT_START;
         last = view;
         have_last = 1;
         if (view.wall_start >= virtual_time) return view.real_start;  /* shows V, or jumped past it */

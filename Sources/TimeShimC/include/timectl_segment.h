@@ -34,7 +34,7 @@ extern "C" {
 #endif
 
 #define TC_SEGMENT_MAGIC "TIMECTL"       /* 8 bytes with its NUL */
-#define TC_SEGMENT_VERSION 8u
+#define TC_SEGMENT_VERSION 9u
 #define TC_SESSION_NAME_MAX 64           /* including the NUL */
 #define TC_WAIT_MAP_WORDS 64             /* the wait table has at most 64 × 64 slots */
 
@@ -113,7 +113,10 @@ struct tc_pending_verb {
     int32_t reserved;
     int64_t real_offset;               /* real CLOCK_REALTIME − CLOCK_MONOTONIC when the verb was issued */
     int64_t anchor;                    /* tc_pending_unanchored(seq) until the verb took effect; written once */
-    uint8_t padding[16];
+    /* The file time that tells files written before the verb from files written after it (tc_file_time_boundary),
+       or 0 when its writer had none: the real CLOCK_REALTIME at the anchor stands for it. */
+    int64_t file_boundary;
+    uint8_t padding[8];
 };
 
 /*
@@ -160,8 +163,13 @@ struct tc_segment_header {
     uint64_t total_size;               /* file size in bytes */
     uint32_t owner_uid;                /* must equal the file's owner */
     uint32_t flags;                    /* TC_SEGMENT_FLAG_* */
-    int64_t created_realtime;          /* real CLOCK_REALTIME at creation (ns) */
-    int64_t base[TC_VCLOCK_COUNT];     /* real value of each clock at creation (ns) */
+    /* Real CLOCK_REALTIME at creation (ns): a file time before it is older than the session. A file time, when the
+       session's file could be given one that tells files written before its creation from files written after
+       (tc_file_time_boundary); else the clock's reading. */
+    int64_t created_realtime;
+    /* What each clock read when the session was created (ns): the real clocks, or for a pinned session
+       (tc_segment_create's origin) the origin on the monotonic clocks and TC_PINNED_TAI_OFFSET_NS on TAI. */
+    int64_t base[TC_VCLOCK_COUNT];
     /* What each clock adds to its track: base[clock] − base[its track's clock]. */
     struct tc_split clock_offset[TC_VCLOCK_COUNT];
     uint32_t proc_offset;              /* byte offset of the process table */
@@ -178,6 +186,9 @@ struct tc_segment_header {
 
 /* Set (atomically) by `timectl session remove` just before it unlinks the file. */
 #define TC_SEGMENT_FLAG_REMOVED 1u
+
+/* A pinned session's TAI − UTC: the offset since 2017-01-01, whatever the host's kernel was told. */
+#define TC_PINNED_TAI_OFFSET_NS (37LL * 1000000000LL)
 
 /* What kind of scheduler owns a session. */
 enum tc_scheduler_kind {
@@ -311,8 +322,12 @@ struct tc_history_entry {
     uint64_t number;
     int64_t real_start;
     int64_t wall_start;
-    uint64_t wall_rate;
+    uint64_t wall_rate;                /* | TC_HISTORY_EXACT_START */
 };
+
+/* In an entry's wall_rate: real_start is a file time that tells files written before the interval from files
+   written after it (tc_file_time_boundary), not a reading of CLOCK_REALTIME. */
+#define TC_HISTORY_EXACT_START (1ULL << 63)
 
 #ifdef __cplusplus
 }

@@ -43,14 +43,27 @@ int tc_segment_open(int dirfd, const char *path, struct tc_mapping *mapping, str
 int tc_segment_validate(const struct tc_segment *segment, uint64_t file_size, uint32_t file_uid);
 
 /*
- * Creates `name` in the directory `dirfd` at real time, atomically: the file
- * appears under its name fully initialised, or not at all. Fails with
- * TC_E_EXISTS if another creator won; the caller then opens theirs.
+ * Creates `name` in the directory `dirfd`, atomically: the file appears
+ * under its name fully initialised, or not at all. Fails with TC_E_EXISTS
+ * if another creator won; the caller then opens theirs. Every clock starts
+ * at its real value; with `origin`, the session is pinned (SPEC §2, §11):
+ * frozen, the monotonic clocks (MONOTONIC, _RAW, BOOTTIME) at *origin ns
+ * and the wall clock at real time until a verb sets it and starts them, TAI
+ * TC_PINNED_TAI_OFFSET_NS ahead of the wall clock.
  */
-int tc_segment_create(int dirfd, const char *name, const char *file_name, struct tc_mapping *mapping,
-                      struct tc_failure *failure);
+int tc_segment_create(int dirfd, const char *name, const char *file_name, const int64_t *origin,
+                      struct tc_mapping *mapping, struct tc_failure *failure);
 
 void tc_segment_unmap(struct tc_mapping *mapping);
+
+/*
+ * A file time that tells files written before this call from files written
+ * after it: every earlier file time is below it, every later one is not, on
+ * file systems with the kernel's multigrain time stamps (segment_file.c).
+ * It touches `fd`'s file, whose times change: use the session's own file.
+ * 0 where the kernel only stamps coarsely, or on any failure.
+ */
+int64_t tc_file_time_boundary(int fd);
 
 /* The largest pid Linux hands out (PID_MAX_LIMIT on 64-bit). */
 

@@ -38,6 +38,11 @@ int tc_segment_check_state(const struct tc_segment *segment);
  */
 int tc_segment_apply(struct tc_segment *segment, const struct tc_verb *verb, struct tc_clock_state *published);
 
+/* The same, with the file-time boundary (tc_file_time_boundary, taken under the lock just before) that tells
+   files written before the verb from files written after it; 0: none, the verb's real instant stands for it. */
+int tc_segment_apply_bounded(struct tc_segment *segment, const struct tc_verb *verb, int64_t file_boundary,
+                             struct tc_clock_state *published);
+
 /* A consistent copy of the current state (a pending verb resolved), for status and the Swift clock. */
 void tc_segment_snapshot(const struct tc_segment *segment, struct tc_clock_state *state);
 

@@ -32,13 +32,21 @@ static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
     return (int)tc_shim_errno_result(tc_real_clock_gettime(clock, ts));
 }
 
+/* The session's reading as the calling thread sees it: its creep ahead (runtime/starvation.h). */
+__attribute__((always_inline)) static inline void own_clock(struct timespec *value) {
+    int64_t creep = tc_spin_state.creep;
+    if (__builtin_expect(creep != 0, 0)) tc_creep_apply(creep, value);
+}
+
 /* Reads not on the plain attached path: initialisation, recording, replay, real time. */
 __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
     tc_segment_read_into(segment, vclock, value);
     if (tc_trace_mode == TC_TRACE_RECORDING) {
-        tc_spin_note_reading(segment, vclock, value);
+        int64_t creep = tc_own_creep();
+        if (creep != 0) tc_creep_apply(creep, value);
+        tc_spin_note_reading(vclock, value);
         tc_trace_record_reading(call, clock, vclock, value);
     }
     else if (tc_trace_mode == TC_TRACE_REPLAYING) tc_trace_replay_reading(call, clock, vclock, segment, value);
@@ -48,7 +56,8 @@ __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t 
 /* The plain attached read when a verb landed or is pending meanwhile (or the clock stopped since it was checked). */
 __attribute__((noinline)) static int virtual_time_contended(struct tc_segment *segment, int vclock, struct timespec *value) {
     tc_segment_read_contended(segment, vclock, value);
-    tc_spin_note_reading(segment, vclock, value);
+    own_clock(value);
+    tc_spin_note_reading(vclock, value);
     return 1;
 }
 
@@ -63,7 +72,8 @@ __attribute__((noinline)) static int virtual_time_contended(struct tc_segment *s
 __attribute__((noinline)) static int read_running_clock(struct tc_segment *segment, int vclock, struct timespec *value) {
     struct timespec real;
     tc_real_clock_gettime(CLOCK_MONOTONIC, &real);
-    if (!TC_LIKELY(tc_segment_try_read_running(segment, vclock, real, value))) virtual_time_contended(segment, vclock, value);
+    if (TC_LIKELY(tc_segment_try_read_running(segment, vclock, real, value))) own_clock(value);
+    else virtual_time_contended(segment, vclock, value);
     return 0;
 }
 
@@ -72,9 +82,10 @@ __attribute__((always_inline)) static inline int read_still_clock(struct tc_segm
                                                                  struct timespec *value) {
     struct timespec reading;
     if (!tc_segment_try_read_still(segment, vclock, &reading)) return 0;
+    own_clock(&reading);
     /* Stored first, the reading need not outlive the spin check's rare call: no register is saved for it. */
     *value = reading;
-    tc_spin_note_reading(segment, vclock, &reading);
+    tc_spin_note_reading(vclock, &reading);
     return 1;
 }
 
@@ -235,14 +246,36 @@ long tc_clock_syscall(long number, long a1, long a2) {
  * the vDSO's symbols here. They run on whatever stack the caller has (Go's
  * small system stack, signal handlers), so they stay as small as the reads above.
  */
+/*
+ * A Go program's clocks are its process's (runtime/starvation.h): its
+ * goroutines move between threads, so a reading through these adds the
+ * process's creep, and a spin noted here moves it. Recording and replay
+ * answer per process too (trace_dispatch), off this path.
+ */
+__attribute__((always_inline)) static inline int process_time(int call, clockid_t clock, struct timespec *value) {
+    int vclock = tc_vclock_for_clockid(clock);
+    if (vclock < 0) return 0;
+    struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
+    if (!TC_LIKELY(segment != NULL)) {
+        if (__atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_REAL) return 0;
+        return virtual_time_otherwise(call, clock, vclock, value);
+    }
+    int still = tc_segment_try_read_still(segment, vclock, value);
+    if (!still) tc_segment_read_into(segment, vclock, value);
+    int64_t creep = __atomic_load_n(&tc_process_creep, __ATOMIC_RELAXED);
+    if (creep != 0) tc_creep_apply(creep, value);
+    if (still) tc_spin_note_reading(vclock, value);
+    return 1;
+}
+
 int tc_vdso_entry_clock_gettime(clockid_t clock, struct timespec *ts) {
-    if (virtual_time(TC_CALL_CLOCK_GETTIME, clock, ts)) return 0;
+    if (process_time(TC_CALL_CLOCK_GETTIME, clock, ts)) return 0;
     return tc_real_clock_gettime(clock, ts);
 }
 
 int tc_vdso_entry_gettimeofday(struct timeval *tv, void *tz) {
     struct timespec ts;
-    if (!virtual_time(TC_CALL_GETTIMEOFDAY, CLOCK_REALTIME, &ts))
+    if (!process_time(TC_CALL_GETTIMEOFDAY, CLOCK_REALTIME, &ts))
         return __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(tv, tz);
     if (tz) __atomic_load_n(&tc_vdso_gettimeofday, __ATOMIC_RELAXED)(NULL, tz);
     if (tv) {
@@ -252,12 +285,18 @@ int tc_vdso_entry_gettimeofday(struct timeval *tv, void *tz) {
     return 0;
 }
 
-time_t tc_vdso_entry_time(time_t *out) { return shim_time(out); }
+time_t tc_vdso_entry_time(time_t *out) {
+    struct timespec ts;
+    if (!process_time(TC_CALL_TIME, CLOCK_REALTIME, &ts)) return __atomic_load_n(&tc_vdso_time, __ATOMIC_RELAXED)(out);
+    if (out) *out = ts.tv_sec;
+    return ts.tv_sec;
+}
 
 /*
  * The same for a static program run by the loader (attach/static_takeover.c): its
  * threads' FS is the program's own, not a TCB of the shim's libc, so these
- * touch no thread-local state — no spin detection (runtime/starvation.c). The
+ * touch no thread-local state — no spin detection (runtime/starvation.c);
+ * they add the process's creep, which a Go runtime's back-offs move. The
  * segment is published before the program runs. Recording and replay keep
  * a static program's per-thread state in slots keyed by thread id instead
  * (trace_registry.h), off this path.
@@ -277,6 +316,8 @@ __attribute__((always_inline)) static inline int virtual_time_without_tls(int ca
     struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
     if (TC_LIKELY(segment != NULL)) {
         tc_segment_read_into(segment, vclock, value);
+        int64_t creep = __atomic_load_n(&tc_process_creep, __ATOMIC_RELAXED);
+        if (creep != 0) tc_creep_apply(creep, value);
         return 1;
     }
     return traced_time_without_tls(call, clock, vclock, value);

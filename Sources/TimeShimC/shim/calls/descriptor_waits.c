@@ -122,7 +122,7 @@ static int poll_until(struct tc_segment *segment, struct pollfd *fds, nfds_t cou
 
 static int shim_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && timeout_ms == 0) tc_spin_note_futile_wait(segment);
+    if (segment && timeout_ms == 0) tc_spin_note_futile_wait();
     if (!segment || timeout_ms <= 0) {
         if (!tc_real.poll) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_poll, fds, count, timeout_ms));
         return tc_real.poll(fds, count, timeout_ms);
@@ -132,7 +132,7 @@ static int shim_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
 
 static int shim_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, const sigset_t *mask) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
+    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait();
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.ppoll(fds, count, timeout, mask);
     if (!tc_timespec_valid(timeout)) {
@@ -205,7 +205,7 @@ static int select_until(struct tc_segment *segment, int count, fd_set *read, fd_
 
 static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && is_zero_timeval(timeout)) tc_spin_note_futile_wait(segment);
+    if (segment && is_zero_timeval(timeout)) tc_spin_note_futile_wait();
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_usec == 0))
         return tc_real.select(count, read, write, except, timeout);
     if (timeout->tv_sec < 0 || timeout->tv_usec < 0 || count < 0) {
@@ -228,7 +228,7 @@ static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, s
 static int pselect_leaving(int count, fd_set *read, fd_set *write, fd_set *except, const struct timespec *timeout,
                            const sigset_t *mask, struct timespec *left) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
+    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait();
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.pselect(count, read, write, except, timeout, mask);
     if (!tc_timespec_valid(timeout) || count < 0) {
@@ -283,7 +283,7 @@ static int epoll_until(struct tc_segment *segment, int epoll_fd, struct epoll_ev
 
 static int shim_epoll_wait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && timeout_ms == 0) tc_spin_note_futile_wait(segment);
+    if (segment && timeout_ms == 0) tc_spin_note_futile_wait();
     if (!segment || timeout_ms <= 0) return tc_real.epoll_wait(epoll_fd, events, capacity, timeout_ms);
     return epoll_until(segment, epoll_fd, events, capacity, (int64_t)timeout_ms * 1000000, NULL);
 }
@@ -291,7 +291,7 @@ static int shim_epoll_wait(int epoll_fd, struct epoll_event *events, int capacit
 static int shim_epoll_pwait(int epoll_fd, struct epoll_event *events, int capacity, int timeout_ms,
                             const sigset_t *mask) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && timeout_ms == 0) tc_spin_note_futile_wait(segment);
+    if (segment && timeout_ms == 0) tc_spin_note_futile_wait();
     if (!segment || timeout_ms <= 0) return tc_real.epoll_pwait(epoll_fd, events, capacity, timeout_ms, mask);
     return epoll_until(segment, epoll_fd, events, capacity, (int64_t)timeout_ms * 1000000, mask);
 }
@@ -299,7 +299,7 @@ static int shim_epoll_pwait(int epoll_fd, struct epoll_event *events, int capaci
 static int shim_epoll_pwait2(int epoll_fd, struct epoll_event *events, int capacity, const struct timespec *timeout,
                              const sigset_t *mask) {
     struct tc_segment *segment = tc_shim_segment();
-    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait(segment);
+    if (segment && is_zero_timespec(timeout)) tc_spin_note_futile_wait();
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_nsec == 0))
         return tc_real.epoll_pwait2(epoll_fd, events, capacity, timeout, mask);
     if (!tc_timespec_valid(timeout)) {

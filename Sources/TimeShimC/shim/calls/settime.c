@@ -44,6 +44,7 @@
 #include "settime.h"
 #include "clock.h"
 #include "../runtime/process.h"
+#include "../runtime/starvation.h"
 #include "../trace/trace_mode.h"
 #include "../trace/trace_recording.h"
 #include "../trace/trace_replay.h"
@@ -125,7 +126,8 @@ static long set_session_wall(struct tc_segment *segment, int call, int64_t sec, 
     int overflow = 0;
     int64_t wall = timespec_ns(sec, nsec, &overflow);
     if (overflow) return -EINVAL;
-    return move_session_wall(segment, call, TC_WALL_ABSOLUTE, wall);
+    /* The thread reads the session's wall plus its creep (runtime/starvation.h): it reads `wall` next. */
+    return move_session_wall(segment, call, TC_WALL_ABSOLUTE, wall - tc_own_creep());
 }
 
 /* ---- clock_settime ---- */

@@ -71,7 +71,7 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
     if (tc_wait_yields(segment, left)) {
         struct timespec until = real_deadline(left);
         int returned = tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
-        tc_spin_note_futile_wait(segment);
+        tc_spin_note_futile_wait();
         return returned;
     }
     struct tc_wait wait;

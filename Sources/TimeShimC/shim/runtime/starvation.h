@@ -1,7 +1,7 @@
 /*
  * The starvation policy (docs/starvation.md): on a frozen session a thread
- * that spins on the clock moves it forward by TC_CREEP_NS, through the
- * segment; with no scheduler to advance time, a relative sleep or a
+ * that spins on the clock moves its own clocks forward by TC_CREEP_NS
+ * (its creep, below); with no scheduler to advance time, a relative sleep or a
  * condition wait with at most TC_YIELD_WAIT_NS to go is a yield. See
  * starvation.c.
  */
@@ -12,65 +12,99 @@
 
 #include <time.h>
 
-/* Identical readings, back to back within TC_SPIN_WINDOW_NS of real time, that make a thread a spinner. */
-#define TC_SPIN_READS 1000
-#define TC_SPIN_WINDOW_NS 100000
+/* Identical readings in a row of one clock, with no wait between them, that make a thread a spinner: ten times
+   the longest run a program that merely reads the clock often was seen to make (HotSpot's main thread, 1024 to
+   2047 while it starts). */
+#define TC_SPIN_READS 10000
+/* How far they move its clocks: 10 ns a reading, about what such a loop costs on a real clock. */
+#define TC_READS_CREEP_NS (TC_SPIN_READS * 10)
 /* Futile waits in a row (each after a reading of the same value) that make a thread a spinner. */
 #define TC_SPIN_WAITS 1000
-/* How far a spinner moves a frozen session: about what a thousand turns of its loop take in real time, and
-   more than gettimeofday's microsecond (libuuid makes 11 ids per microsecond, the 11th equal to the next
-   microsecond's first: a clock moving exactly 1 µs at a time would make it repeat ids). */
+/* How far they move its clocks: about what a thousand turns of such a loop take in real time, and more than
+   gettimeofday's microsecond (libuuid makes 11 ids per microsecond, the 11th equal to the next microsecond's
+   first: a clock moving exactly 1 µs at a time would make it repeat ids). */
 #define TC_CREEP_NS 10000
 /* A relative sleep or condition wait this short on a frozen session with no scheduler is a yield: HotSpot's
    longest such wait is the 10 ms its exit waits, in a loop, for compiler threads to stop. */
 #define TC_YIELD_WAIT_NS 10000000
 
+/*
+ * A thread's clocks are the session's plus its creep: what its own spins
+ * moved them (SPEC §11: what a thread reads depends only on the session and
+ * on what that thread did). Everything here counts the thread's own readings
+ * and waits, never real time. A new thread starts with its creator's creep
+ * (trace/trace_registry.c's pthread_create), a fork child with its parent
+ * thread's.
+ */
 struct tc_spin_state {
-    int64_t seconds, nanoseconds;  /* the thread's last reading */
+    int64_t seconds, nanoseconds;  /* the thread's last reading, as it saw it (its creep included) */
     int32_t vclock;
-    uint32_t repeats;              /* readings of it since window_start */
-    int64_t window_start;          /* real monotonic ns; 0: none yet */
+    uint32_t repeats;              /* readings of it in a row */
+    int64_t creep;                 /* ns its clocks are ahead of the session's */
     uint32_t futile_waits;         /* futile waits since it was first read, none of them blocking */
     int read_since_wait;
 };
 
 extern TC_TLS struct tc_spin_state tc_spin_state;
 
-void tc_spin_check_window(struct tc_segment *segment);
+/*
+ * Programs whose clocks are per process: Go's goroutines move between
+ * threads (a timer's deadline is computed on one and waited for on
+ * another), and a static program's threads have no thread-local storage of
+ * the shim's. In such a process (the trap is in place: runtime/process.h)
+ * every reading through the vDSO entries adds the process's creep, and
+ * every spin moves it.
+ */
+extern int64_t tc_process_creep;
+
+/* `value` moved `creep` ns ahead (creep ≥ 0). */
+__attribute__((always_inline)) static inline void tc_creep_apply(int64_t creep, struct timespec *value) {
+    value->tv_sec += creep / TC_NS_PER_SECOND;
+    long nsec = value->tv_nsec + (long)(creep % TC_NS_PER_SECOND);
+    if (nsec >= TC_NS_PER_SECOND) {
+        nsec -= TC_NS_PER_SECOND;
+        value->tv_sec += 1;
+    }
+    value->tv_nsec = nsec;
+}
+
+/* How far the calling thread's clocks run ahead of the session's: its creep, or its process's. */
+int64_t tc_own_creep(void);
+
+/* The spin of a thread whose readings tripped TC_SPIN_READS: its clocks (or its process's) creep. */
+void tc_spin_tripped(void);
 
 /*
  * After a reading the application asks for, of a clock that stands still
  * (only such a clock creeps, so a running clock's plain reads skip this;
- * contended and recorded reads note theirs whatever the clock does). A
- * field is written only when its value changes: a new value
- * stores the reading, a repeated one the count, and the rest of the state
- * is rewritten only when it was not already reset.
+ * contended and recorded reads note theirs whatever the clock does), as the
+ * thread saw it (its creep included). A field is written only when its
+ * value changes: a new value stores the reading, a repeated one the count,
+ * and the rest of the state is rewritten only when it was not already reset.
  */
-__attribute__((always_inline)) static inline void tc_spin_note_reading(struct tc_segment *segment, int vclock,
-                                                                       const struct timespec *value) {
+__attribute__((always_inline)) static inline void tc_spin_note_reading(int vclock, const struct timespec *value) {
     struct tc_spin_state *state = &tc_spin_state;
     /* Read before the first store to the state, which might alias it as far as the compiler knows: the reading
        then stays in the registers it was computed in, rather than being loaded back from memory just written. */
     int64_t seconds = value->tv_sec, nanoseconds = value->tv_nsec;
     if (__builtin_expect(state->nanoseconds == nanoseconds && state->seconds == seconds && state->vclock == vclock, 1)) {
         if (__builtin_expect(!state->read_since_wait, 0)) state->read_since_wait = 1;
-        if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_check_window(segment);
+        if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_tripped();
         return;
     }
     state->seconds = seconds;
     state->nanoseconds = nanoseconds;
-    if (__builtin_expect(state->vclock != vclock || state->repeats != 0 || state->window_start != 0 ||
-                             state->futile_waits != 0 || !state->read_since_wait, 0)) {
+    if (__builtin_expect(state->vclock != vclock || state->repeats != 0 || state->futile_waits != 0 ||
+                             !state->read_since_wait, 0)) {
         state->vclock = vclock;
         state->repeats = 0;
-        state->window_start = 0;
         state->futile_waits = 0;
         state->read_since_wait = 1;
     }
 }
 
 /* A wait that could not block: a zero timeout, a deadline already passed, a yield. */
-void tc_spin_note_futile_wait(struct tc_segment *segment);
+void tc_spin_note_futile_wait(void);
 
 /* A wait that blocks: the thread is not spinning. */
 static inline void tc_spin_note_blocking_wait(void) { tc_spin_state.futile_waits = 0; }
@@ -83,9 +117,14 @@ int tc_wait_yields(const struct tc_segment *segment, int64_t length);
    if a signal handler interrupted it; −1: it is no yield, sleep on the virtual timeline. */
 int tc_short_sleep_yield(struct tc_segment *segment, int64_t length);
 
-/* A Go runtime back-off (a relative FUTEX_WAIT of at most 10 ms from the Go executable, on real time) that times
-   out with the monotonic clock standing still, while the process's other threads were on a CPU for at least
-   1/this of its length, is a spin: the runtime waits on the clock for a goroutine that runs. */
+/* How long Go's stop-the-world and forEachP wait for the other Ps at a time (notetsleep in proc.go): a runtime
+   back-off of at most this long that times out on a standing monotonic clock moves the process's clocks
+   TC_CREEP_NS. */
+#define TC_GO_STOP_WAIT_NS 100000
+/* Any other Go runtime back-off (a relative FUTEX_WAIT of at most 10 ms from the Go executable, on real time)
+   that times out with the monotonic clock standing still, while the process's other threads were on a CPU for
+   at least 1/this of its length, moves them TC_CREEP_NS: the runtime waits on the clock for a goroutine that
+   runs. */
 #define TC_BACKOFF_OTHERS_RAN 4
 
 /* Such a back-off, with the raw futex's arguments: the kernel's result. */

@@ -54,7 +54,7 @@ static void begin(struct tc_wait *wait, struct tc_segment *segment, int kind, in
                      : tc_wait_claim_timer(segment, pid, kind, vclock, deadline, registered, descriptors);
     if (deadline <= tc_segment_read(segment, vclock)) {
         tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
-        if (tid != 0) tc_spin_note_futile_wait(segment);
+        if (tid != 0) tc_spin_note_futile_wait();
     } else if (tid != 0) {
         tc_spin_note_blocking_wait();
     }
@@ -79,7 +79,10 @@ void tc_wait_end(struct tc_wait *wait) {
 }
 
 int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute) {
-    return tc_trace_mode == TC_TRACE_REPLAYING ? tc_trace_session_deadline(segment, vclock, absolute) : absolute;
+    if (tc_trace_mode == TC_TRACE_REPLAYING) return tc_trace_session_deadline(segment, vclock, absolute);
+    /* The thread's clocks are its creep ahead of the session's: it is due when its own clock gets there. */
+    int64_t creep = tc_own_creep();
+    return absolute < INT64_MIN + creep ? INT64_MIN : absolute - creep;
 }
 
 void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argument); }

@@ -53,7 +53,8 @@ static inline int tc_wait_relative_clock(int vclock) {
     return tc_track_of(vclock) == TC_TRACK_WALL ? TC_VCLOCK_MONOTONIC : vclock;
 }
 
-/* The deadline for an absolute one the application gave on `vclock` (different only under replay: see trace/trace_replay.h). */
+/* The session's deadline for an absolute one the application gave on `vclock`, on its own clock: its creep
+   earlier (runtime/starvation.h); under replay, see trace/trace_replay.h. */
 int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute);
 
 /* A pending wait of this thread, listed in the segment's wait table. */

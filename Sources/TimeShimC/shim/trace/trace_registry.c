@@ -20,6 +20,7 @@
 #include "trace_mode.h"
 #include "../runtime/libc_originals.h"
 #include "../runtime/process.h"
+#include "../runtime/starvation.h"
 #include "../runtime/text.h"
 
 #include <errno.h>
@@ -199,28 +200,41 @@ struct thread_start {
     void *(*routine)(void *);
     void *argument;
     uint32_t number;
+    int numbered;
+    int64_t creep;
 };
 
-static void *start_numbered_thread(void *argument) {
+static void *start_thread(void *argument) {
     struct thread_start start = *(struct thread_start *)argument;
     free(argument);
-    thread_number.number = start.number;
-    thread_number.numbered = 1;
+    if (start.numbered) {
+        thread_number.number = start.number;
+        thread_number.numbered = 1;
+    }
+    tc_spin_state.creep = start.creep;
     return start.routine(start.argument);
 }
 
-/* Threads are numbered in the order their process creates them (the shim's own helper is not one of them). */
+/*
+ * Threads are numbered in the order their process creates them (the shim's own helper is not one of them), and
+ * start with their creator's creep (runtime/starvation.h): a time it read and handed to the new thread is not in
+ * the new thread's future. Neither needs anything of a thread created while nothing is traced and its creator
+ * never crept, which then starts as it would without the shim.
+ */
 static int shim_pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *),
                                void *argument) {
     if (!tc_real.pthread_create) tc_shim_segment();
-    if (tc_trace_mode == TC_TRACE_OFF || !tc_real.pthread_create)
-        return tc_real.pthread_create ? tc_real.pthread_create(thread, attributes, routine, argument) : EAGAIN;
+    if (!tc_real.pthread_create) return EAGAIN;
+    int64_t creep = tc_spin_state.creep;
+    if (tc_trace_mode == TC_TRACE_OFF && creep == 0) return tc_real.pthread_create(thread, attributes, routine, argument);
     struct thread_start *start = malloc(sizeof(*start));
     if (!start) return EAGAIN;
     start->routine = routine;
     start->argument = argument;
-    start->number = __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL);
-    int result = tc_real.pthread_create(thread, attributes, start_numbered_thread, start);
+    start->numbered = tc_trace_mode != TC_TRACE_OFF;
+    start->number = start->numbered ? __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL) : 0;
+    start->creep = creep;
+    int result = tc_real.pthread_create(thread, attributes, start_thread, start);
     if (result != 0) free(start);
     return result;
 }
