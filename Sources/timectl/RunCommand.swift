@@ -81,6 +81,14 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("rate"), parsing: .unconditional, help: ArgumentHelp("With --at: the clocks run FACTOR times as fast as real time.", valueName: "factor"))
     var startRate: String?
 
+    @Option(name: .customLong("seed"), parsing: .unconditional,
+            help: ArgumentHelp("With --auto-advance: waits that fall due together end one at a time, in an order drawn from N (the same N, the same order).", valueName: "n"))
+    var seedArgument: String?
+
+    @Option(name: .customLong("jitter"), parsing: .unconditional,
+            help: ArgumentHelp("With --seed: stretch each wait by up to FRACTION (above 0, at most 1) of its length, by an amount drawn from the seed.", valueName: "fraction"))
+    var jitterArgument: String?
+
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))
     var command: [String] = []
 
@@ -88,10 +96,35 @@ struct Run: ParsableCommand {
         if command.isEmpty { throw ValidationError("no command given: expected 'timectl run [OPTIONS] [--] COMMAND [ARGUMENTS...]'") }
         _ = try start()
         if !autoAdvance {
-            let stray = [keepRate ? "--keep-rate" : nil, maxSteps != nil ? "--max-steps" : nil, report ? "--report" : nil].compactMap { $0 }
+            let stray = [keepRate ? "--keep-rate" : nil, maxSteps != nil ? "--max-steps" : nil, report ? "--report" : nil,
+                         seedArgument != nil ? "--seed" : nil].compactMap { $0 }
             if let first = stray.first { throw ValidationError("\(first) only applies with --auto-advance") }
         }
         if let maxSteps, maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
+        _ = try order()
+    }
+
+    /// The order --seed and --jitter give the run: the seed as the segment keeps it (never 0, which means none).
+    func order() throws -> RunOrder? {
+        guard let seedArgument else {
+            if jitterArgument != nil { throw ValidationError("--jitter only applies with --seed: 'timectl run --auto-advance --seed N --jitter FRACTION -- COMMAND'") }
+            return nil
+        }
+        guard let seed = UInt64(seedArgument), seed < UInt64.max else {
+            throw ValidationError("--seed takes a whole number from 0 to \(UInt64.max - 1), got '\(seedArgument)'")
+        }
+        if keepRate { throw ValidationError("--seed with --keep-rate: a running clock puts real time into the run; drop --keep-rate") }
+        if startAt == nil && SessionOptions.named(sessionOptions.session) != nil || startAt != nil && sessionOptions.session != nil {
+            throw ValidationError("--seed runs on a private session of its own: drop --session (and unset $TIMECTL_SESSION, or give --at)")
+        }
+        var jitter: UInt64 = 0
+        if let jitterArgument {
+            guard let fraction = Double(jitterArgument), fraction > 0, fraction <= 1 else {
+                throw ValidationError("--jitter takes a fraction above 0 and at most 1 (0.1 stretches a wait by up to a tenth of it), got '\(jitterArgument)'")
+            }
+            jitter = UInt64((fraction * 4_294_967_296).rounded())
+        }
+        return RunOrder(seed: seed, jitter: jitter)
     }
 
     /// Where --at, --frozen and --rate start the session; nil without --at.
@@ -125,14 +158,16 @@ struct Run: ParsableCommand {
         guard autoAdvance else {
             throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers, allowingUncontrolled: allowUncontrolled))
         }
-        throw ExitCode(Self.execute(session: session, start: start, arguments: command, leftovers: leftovers,
-                                    allowingUncontrolled: allowUncontrolled) { command, session throws(TimeControlError) in
+        let order = try order()
+        let seedNote = order.map { " (seed \($0.seed))" } ?? ""
+        throw ExitCode(Self.execute(session: session, start: start, order: order, arguments: command, leftovers: leftovers,
+                                    allowingUncontrolled: allowUncontrolled, noting: seedNote) { command, session throws(TimeControlError) in
             // The scheduler freezes the session; a named one runs again afterwards as it did before (or as --at set it).
             let pace = start?.pace ?? session.pace
             defer { if !keepRate && !session.isTemporary { Self.resume(session, at: pace) } }
             let (status, outcome) = try command.runAutoAdvancing(session: session, keepRate: keepRate, maxSteps: maxSteps,
                                                                  adoptingOrphans: true)
-            if report { Main.report(line: "auto-advance: \(outcome)") }
+            if report { Main.report(line: "auto-advance: \(outcome)\(seedNote)") }
             return status
         })
     }
@@ -180,9 +215,16 @@ struct Run: ParsableCommand {
         }
     }
 
-    /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here.
-    static func execute(session choice: SessionChoice, start: SessionStart? = nil, arguments: [String],
-                        leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false,
+    /// A seeded run's order (SPEC §11): the seed, and the jitter as a fraction × 2^32.
+    struct RunOrder {
+        var seed: UInt64
+        var jitter: UInt64
+    }
+
+    /// Runs the command (by default plainly); returns timectl's exit status. Failures are reported here, with
+    /// `noting` after them (a seeded run's seed).
+    static func execute(session choice: SessionChoice, start: SessionStart? = nil, order: RunOrder? = nil, arguments: [String],
+                        leftovers: LeftoverProcesses = .report, allowingUncontrolled: Bool = false, noting note: String = "",
                         running: (CommandRunner, TimeSession) throws(TimeControlError) -> Int32 = { command, _ throws(TimeControlError) in try command.run() }) -> Int32 {
         // Signals sent while the session is set up, or after the command has exited, must not end timectl before it cleans up.
         CommandRunner.holdForwardedSignals()
@@ -197,19 +239,20 @@ struct Run: ParsableCommand {
             case .temporary: session = start == nil ? try TimeSession.temporary() : try TimeSession.temporaryPinned()
             }
             try start?.apply(to: session)
+            if let order { session.setOrder(seed: order.seed, jitter: order.jitter) }
             let shimEnvironment = try ShimEnvironment(session: session)
             // A private session is removed with whatever is still attached to it: nothing keeps running.
             let leftovers: LeftoverProcesses = session.isTemporary ? .end : leftovers
             return try running(CommandRunner(arguments: arguments, shimEnvironment: shimEnvironment, leftovers: leftovers,
                                                allowingUncontrolled: allowingUncontrolled), session)
         } catch {
-            return CommandStatus.failure(error)
+            return CommandStatus.failure(error, noting: note)
         }
     }
 }
 
 extension Run: RunsAProgram {
-    static let optionsTakingValues: Set<String> = ["--at", "--rate", "--max-steps"]
+    static let optionsTakingValues: Set<String> = ["--at", "--rate", "--max-steps", "--seed", "--jitter"]
 }
 
 /// timectl's own exit statuses for the commands that run a program (run,
@@ -230,8 +273,8 @@ enum CommandStatus {
     /// Reports `error` on one line; returns the status to exit with: 127 for
     /// a command not found, 126 for one that cannot be executed, 122 or 123
     /// when the scheduler ended the run, else 125.
-    static func failure(_ error: TimeControlError) -> Int32 {
-        Main.report(line: error.description)
+    static func failure(_ error: TimeControlError, noting note: String = "") -> Int32 {
+        Main.report(line: error.description + note)
         switch error {
         case .commandNotFound: return 127
         case .commandNotExecutable: return 126

@@ -52,6 +52,8 @@ final class SessionScheduler: @unchecked Sendable {
         case deadlock([BlockedThread])
         /// Everything is blocked and the only waits ahead lie past the end of the supported range (`wait`).
         case endOfRange(PendingWait)
+        /// A seeded run (SPEC §11): everything is blocked, and these waits, due together, are held; one is let end.
+        case release(from: [PendingWait])
     }
 
     let session: TimeSession
@@ -83,6 +85,10 @@ final class SessionScheduler: @unchecked Sendable {
     /// The kinds of listed waits that watch descriptors, and so may wait on the outside world.
     private static let descriptorWaitKinds: Set<String> = ["poll", "select", "epoll"]
     private let ownPID = getpid()
+    /// A seeded run's order (SPEC §11), when the session has a seed: waits a step makes due end one at a time.
+    private(set) var order: SeededOrder?
+    /// The waits of the last evaluation, for holding the ones a seeded step makes due.
+    private var lastWaits: [PendingWait] = []
 
     static let shortestPause: Int64 = 50_000
     static let longestPause: Int64 = 2_000_000
@@ -115,6 +121,8 @@ final class SessionScheduler: @unchecked Sendable {
         self.watch = ProcessWatch(roots: roots, ownHelper: ownHelper,
                                   judgingOwnThreads: session.mapping.registeredProcesses().contains { $0.pid == ownPID })
         waitTable = session.mapping.makeWaitTableBuffer()
+        let seed = session.mapping.seed
+        order = seed != 0 ? SeededOrder(seed: seed) : nil
         session.mapping.startWatchingWaits()
     }
 
@@ -145,9 +153,15 @@ final class SessionScheduler: @unchecked Sendable {
         // Before the check of the wait table's counter below, which a freed slot bumps, as any wait ending does.
         session.releaseWaits(reading.ownersGone)
         let waits = reading.waits
-        if waits.contains(where: { $0.remainingNanoseconds == 0 }) { return .due }
+        if order != nil { lastWaits = waits }
+        // A held wait is due but waits for its turn: it is not running.
+        if waits.contains(where: { $0.remainingNanoseconds == 0 && !$0.held }) { return .due }
         guard waitChanges == changes else { return .busy }
         if let outside = classify(look, waits: waits) { return .held(by: named(outside)) }
+        if order != nil {
+            let held = waits.filter { $0.held && $0.remainingNanoseconds == 0 }
+            if !held.isEmpty { return .release(from: held) }
+        }
         guard let next = waits.first(where: { !unreachable.contains(key(of: $0)) }) else {
             if let beyond = waits.first { return .endOfRange(beyond) }
             let threads = look.threads.compactMap { thread -> BlockedThread? in
@@ -212,6 +226,12 @@ final class SessionScheduler: @unchecked Sendable {
     /// Advances exactly to `wait`'s deadline and counts the step. A deadline
     /// the session cannot reach (beyond 2200) is remembered and skipped.
     func advance(to wait: PendingWait) throws(TimeControlError) {
+        if order != nil {
+            // Every wait the step makes due waits for its turn (release(from:)).
+            for other in lastWaits where other.remainingNanoseconds <= wait.remainingNanoseconds {
+                _ = session.mapping.hold(slot: other.slot, owner: other.owner)
+            }
+        }
         do {
             try session.advance(toDeadlineOf: wait)
         } catch .outOfRange {
@@ -224,6 +244,16 @@ final class SessionScheduler: @unchecked Sendable {
         if wait.thread != 0 { watch.expectRunning(pid: wait.pid, tid: wait.thread) }
         let identity = WaitIdentity(command: wait.command, kind: wait.kind, clock: wait.virtualClock)
         stepsByWait[identity] = ((stepsByWait[identity]?.steps ?? 0) + 1, wait.pid)
+    }
+
+    /// Lets the wait `order` draws from `candidates` (held waits due together) end, and expects its thread to run.
+    func release(from candidates: [PendingWait]) {
+        guard var order else { return }
+        let wait = order.pick(from: candidates)
+        self.order = order
+        session.mapping.releaseHeld(slot: wait.slot)
+        spinningUntil = tc_real_ns(CLOCK_MONOTONIC).addingSaturating(Self.spinWindow)
+        if wait.thread != 0 { watch.expectRunning(pid: wait.pid, tid: wait.thread) }
     }
 
     /// Advances to `target` on the monotonic clock (nothing if it is already there).
@@ -289,6 +319,7 @@ final class SessionScheduler: @unchecked Sendable {
             let evaluation = evaluate()
             switch evaluation {
             case .idle, .quiescent, .deadlock, .endOfRange: return evaluation
+            case .release(let candidates): release(from: candidates)
             case .busy, .due, .held: break
             }
             let now = tc_real_ns(CLOCK_MONOTONIC)
@@ -407,6 +438,10 @@ final class SessionScheduler: @unchecked Sendable {
                     try advance(to: next)
                     pause = Self.shortestPause
                     self.pause(since: changes, nanoseconds: pause, stop: stop, spinning: maySpin())
+                case .release(let candidates):
+                    release(from: candidates)
+                    pause = Self.shortestPause
+                    self.pause(since: changes, nanoseconds: pause, stop: stop, spinning: maySpin())
                 case .idle:
                     // Only a wait beginning can give a reason to advance.
                     self.pause(since: changes, nanoseconds: 50_000_000, stop: stop, spinning: maySpin())
@@ -419,6 +454,22 @@ final class SessionScheduler: @unchecked Sendable {
             }
         }
         return nil
+    }
+}
+
+/// The order in which a seeded scheduler lets waits due together end (SPEC §11): drawn from the seed and from
+/// how many it drew before, among the waits sorted by their identities — which, like the draws, are the same in
+/// every run of the same program.
+struct SeededOrder: Sendable {
+    let seed: UInt64
+    private var draws: UInt64 = 0
+
+    init(seed: UInt64) { self.seed = seed }
+
+    mutating func pick(from candidates: [PendingWait]) -> PendingWait {
+        let sorted = candidates.sorted { ($0.identity, $0.deadlineNanoseconds, $0.kind) < ($1.identity, $1.deadlineNanoseconds, $1.kind) }
+        draws += 1
+        return sorted[Int(tc_mix64(seed, draws) % UInt64(sorted.count))]
     }
 }
 

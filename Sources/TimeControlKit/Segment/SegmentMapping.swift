@@ -164,7 +164,27 @@ final class SegmentMapping: @unchecked Sendable {
     /// in-process sleep or a timer) in the wait table; returns its slot, or
     /// −1 when the table is full (the wait still works, it is only not listed).
     func claimWait(pid: Int32, thread: Int32, kind: tc_wait_kind, clock: VirtualClock, deadline: Int64) -> Int32 {
-        tc_wait_claim(segment, pid, thread, Int32(kind.rawValue), clock.rawValue, deadline, tc_real_ns(CLOCK_BOOTTIME))
+        tc_wait_claim(segment, pid, thread, Int32(kind.rawValue), clock.rawValue, deadline, tc_real_ns(CLOCK_BOOTTIME),
+                      tc_mix64(UInt64(UInt32(bitPattern: pid)), UInt64(UInt32(bitPattern: thread))))
+    }
+
+    // MARK: A seeded run's order (SPEC §11)
+
+    /// The seed waits due together are ordered by (0: none), and the jitter that stretches each wait (a fraction × 2^32).
+    var seed: UInt64 { tc_segment_seed(segment) }
+
+    func setOrder(seed: UInt64, jitter: UInt64) {
+        tc_segment_set_order(segment, seed, jitter)
+    }
+
+    /// Holds the wait in `slot` (if `owner` still has it): once due it waits until ``releaseHeld(slot:)``.
+    func hold(slot: Int32, owner: UInt64) -> Bool {
+        tc_wait_hold(segment, UInt32(slot), owner) != 0
+    }
+
+    /// Lets the held wait in `slot` end, and wakes it.
+    func releaseHeld(slot: Int32) {
+        tc_wait_release_held(segment, UInt32(slot))
     }
 
     /// Frees a wait-table slot, if `owner` (`tc_wait_owner(pid, thread)`) still holds it.

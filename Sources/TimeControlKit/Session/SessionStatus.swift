@@ -102,6 +102,11 @@ public struct PendingWait: Sendable, Hashable {
     public var remainingNanoseconds: Int64
     /// Its wait-table slot.
     var slot: Int32
+    /// The same in every run of the same program (its process's place in the tree, its thread's in the process):
+    /// a seeded scheduler orders waits due together by it.
+    var identity: UInt64 = 0
+    /// Held by a seeded scheduler: due, it waits until released.
+    var held = false
 
     /// The clock's name, e.g. `CLOCK_MONOTONIC`.
     public var clock: String { virtualClock.name }

@@ -166,6 +166,14 @@ public final class TimeSession: Sendable {
         try openOrCreate(named: name, in: directory, mustCreate: false, pinned: true)
     }
 
+    /// Orders the session's waits by a seed (SPEC §11): under auto-advance, waits that fall due together end one
+    /// at a time in an order drawn from `seed` (stored plus one: 0 means none), and with `jitter` (a fraction
+    /// × 2^32) each wait is stretched by a seeded part of its length. Set before the processes start.
+    @_spi(CommandLine)
+    public func setOrder(seed: UInt64, jitter: UInt64) {
+        mapping.setOrder(seed: seed &+ 1, jitter: jitter)
+    }
+
     /// Whether the session's monotonic clocks started at ``pinnedMonotonicOrigin`` rather than at real time.
     public var isPinned: Bool {
         mapping.header.base.0 == SessionClock.Instant.nanoseconds(of: Self.pinnedMonotonicOrigin)
@@ -526,7 +534,7 @@ public final class TimeSession: Sendable {
             waits.append(PendingWait(
                 pid: pid, thread: thread, command: command, kind: PendingWait.kindName(entry.kind), virtualClock: clock,
                 deadlineNanoseconds: entry.deadline, remainingNanoseconds: max(0, entry.deadline.subtractingSaturating(now)),
-                slot: slot))
+                slot: slot, identity: entry.identity, held: entry.held != 0))
         }
         waits.sort { ($0.remainingNanoseconds, $0.pid, $0.thread) < ($1.remainingNanoseconds, $1.pid, $1.thread) }
         return WaitTableReading(waits: waits, ownersGone: ownersGone)

@@ -24,13 +24,26 @@ struct tc_proc_slot *tc_segment_procs(const struct tc_segment *segment) {
     return (struct tc_proc_slot *)((char *)segment + segment->header.proc_offset);
 }
 
-static int claim_free_slot(struct tc_segment *segment, int32_t pid, int64_t registered) {
+/* The lineage of a process `parent` (a pid) started: its ordinal among that parent's children, or among the roots. */
+static uint64_t child_lineage(struct tc_segment *segment, int32_t parent) {
+    struct tc_proc_slot *slots = tc_segment_procs(segment);
+    for (uint32_t i = 0; parent > 0 && i < segment->header.proc_capacity; i++) {
+        if (__atomic_load_n(&slots[i].pid, __ATOMIC_ACQUIRE) != parent) continue;
+        uint32_t ordinal = __atomic_add_fetch(&slots[i].children, 1, __ATOMIC_ACQ_REL);
+        return tc_mix64(__atomic_load_n(&slots[i].lineage, __ATOMIC_ACQUIRE), ordinal);
+    }
+    return tc_mix64(TC_LINEAGE_ROOTS, __atomic_add_fetch(&segment->roots, 1, __ATOMIC_ACQ_REL));
+}
+
+static int claim_free_slot(struct tc_segment *segment, int32_t pid, int64_t registered, int32_t parent) {
     struct tc_proc_slot *slots = tc_segment_procs(segment);
     for (uint32_t i = 0; i < segment->header.proc_capacity; i++) {
         int32_t expected = 0;
         if (__atomic_load_n(&slots[i].pid, __ATOMIC_RELAXED) == 0 &&
             __atomic_compare_exchange_n(&slots[i].pid, &expected, pid, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
+            __atomic_store_n(&slots[i].children, 0, __ATOMIC_RELAXED);
+            __atomic_store_n(&slots[i].lineage, child_lineage(segment, parent), __ATOMIC_RELEASE);
             __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELEASE);
             return (int)i;
         }
@@ -38,7 +51,7 @@ static int claim_free_slot(struct tc_segment *segment, int32_t pid, int64_t regi
     return -1;
 }
 
-int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered) {
+int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered, int32_t parent) {
     struct tc_proc_slot *slots = tc_segment_procs(segment);
     uint32_t capacity = segment->header.proc_capacity;
     /* After exec the same pid registers again: keep one entry. */
@@ -48,7 +61,7 @@ int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered
             return (int)i;
         }
     }
-    int slot = claim_free_slot(segment, pid, registered);
+    int slot = claim_free_slot(segment, pid, registered, parent);
     if (slot >= 0) return slot;
     /* Full: free the entries of processes that died without exiting normally. */
     for (uint32_t i = 0; i < capacity; i++) {
@@ -56,7 +69,12 @@ int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered
         if (other > 0 && tc_raw_syscall(SYS_kill, other, 0) == -ESRCH)
             __atomic_compare_exchange_n(&slots[i].pid, &other, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
     }
-    return claim_free_slot(segment, pid, registered);
+    return claim_free_slot(segment, pid, registered, parent);
+}
+
+uint64_t tc_proc_lineage(const struct tc_segment *segment, int slot) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.proc_capacity) return 0;
+    return __atomic_load_n(&tc_segment_procs(segment)[slot].lineage, __ATOMIC_ACQUIRE);
 }
 
 void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid) {
@@ -75,6 +93,7 @@ uint32_t tc_proc_collect(const struct tc_segment *segment, struct tc_proc_slot *
         out[count].pid = pid;
         out[count].immediate_waits = __atomic_load_n(&slots[i].immediate_waits, __ATOMIC_RELAXED);
         out[count].registered = __atomic_load_n(&slots[i].registered, __ATOMIC_ACQUIRE);
+        out[count].lineage = __atomic_load_n(&slots[i].lineage, __ATOMIC_ACQUIRE);
         count++;
     }
     return count;
@@ -130,7 +149,7 @@ struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment) {
 }
 
 static int claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
-                 int64_t registered, uint64_t descriptors) {
+                 int64_t registered, uint64_t descriptors, uint64_t identity) {
     struct tc_wait_slot *slots = tc_segment_waits(segment);
     uint32_t capacity = segment->header.wait_capacity;
     /* Start where this thread usually lands, so threads rarely contend. */
@@ -147,6 +166,8 @@ static int claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind,
         __atomic_store_n(&slots[i].deadline, deadline, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].registered, registered, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].descriptors, descriptors, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].identity, identity, __ATOMIC_RELAXED);
+        __atomic_store_n(&slots[i].held, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&slots[i].owner, tc_wait_owner(pid, tid), __ATOMIC_RELEASE);
         __atomic_fetch_or(&segment->wait_map[i / 64], 1ULL << (i % 64), __ATOMIC_SEQ_CST);
         note_wait_change(segment);
@@ -156,13 +177,43 @@ static int claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind,
 }
 
 int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
-                  int64_t registered) {
-    return claim(segment, pid, tid, kind, vclock, deadline, registered, 0);
+                  int64_t registered, uint64_t identity) {
+    return claim(segment, pid, tid, kind, vclock, deadline, registered, 0, identity);
 }
 
 int tc_wait_claim_timer(struct tc_segment *segment, int32_t pid, int kind, int vclock, int64_t deadline,
-                        int64_t registered, uint64_t descriptors) {
-    return claim(segment, pid, 0, kind, vclock, deadline, registered, descriptors);
+                        int64_t registered, uint64_t descriptors, uint64_t identity) {
+    return claim(segment, pid, 0, kind, vclock, deadline, registered, descriptors, identity);
+}
+
+void tc_segment_set_order(struct tc_segment *segment, uint64_t seed, uint64_t jitter) {
+    __atomic_store_n(&segment->jitter, seed ? jitter : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&segment->seed, seed, __ATOMIC_RELEASE);
+}
+
+uint64_t tc_segment_seed(const struct tc_segment *segment) { return __atomic_load_n(&segment->seed, __ATOMIC_ACQUIRE); }
+
+int tc_wait_held(const struct tc_segment *segment, int slot) {
+    if (slot < 0 || (uint32_t)slot >= segment->header.wait_capacity) return 0;
+    return __atomic_load_n(&tc_segment_waits(segment)[slot].held, __ATOMIC_ACQUIRE) != 0;
+}
+
+int tc_wait_hold(struct tc_segment *segment, uint32_t slot, uint64_t owner) {
+    if (slot >= segment->header.wait_capacity) return 0;
+    struct tc_wait_slot *entry = &tc_segment_waits(segment)[slot];
+    __atomic_store_n(&entry->held, 1, __ATOMIC_SEQ_CST);
+    /* The slot may have been released (and claimed again) meanwhile: then the hold is not this wait's. */
+    if (__atomic_load_n(&entry->owner, __ATOMIC_SEQ_CST) == owner) return 1;
+    __atomic_store_n(&entry->held, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+
+void tc_wait_release_held(struct tc_segment *segment, uint32_t slot) {
+    if (slot >= segment->header.wait_capacity) return;
+    __atomic_store_n(&tc_segment_waits(segment)[slot].held, 0, __ATOMIC_RELEASE);
+    /* The held wait looks again when the generation moves, as after a verb (its helper thread too). */
+    __atomic_fetch_add(&segment->generation, 1, __ATOMIC_RELEASE);
+    tc_raw_syscall(SYS_futex, &segment->generation, FUTEX_WAKE, INT_MAX, 0, 0, 0);
 }
 
 void tc_wait_set_descriptors(struct tc_segment *segment, int slot, uint64_t descriptors) {
@@ -220,6 +271,8 @@ int tc_wait_read(const struct tc_segment *segment, uint32_t slot, struct tc_wait
     out->deadline = __atomic_load_n(&entry->deadline, __ATOMIC_ACQUIRE);
     out->registered = __atomic_load_n(&entry->registered, __ATOMIC_RELAXED);
     out->descriptors = __atomic_load_n(&entry->descriptors, __ATOMIC_ACQUIRE);
+    out->identity = __atomic_load_n(&entry->identity, __ATOMIC_RELAXED);
+    out->held = __atomic_load_n(&entry->held, __ATOMIC_ACQUIRE);
     return __atomic_load_n(&entry->owner, __ATOMIC_ACQUIRE) == owner && tc_vclock_valid(out->vclock) &&
            tc_wait_kind_valid(out->kind);
 }

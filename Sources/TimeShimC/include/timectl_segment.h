@@ -231,6 +231,17 @@ struct tc_segment {
        possible process is reported as a damaged segment. */
     uint64_t writer_lock;
     uint8_t lock_padding[56];
+    /* A seeded run's order (SPEC §11, cache line 11): written before the run's processes start, read by every
+       wait. `seed` 0: waits that fall due together end as the kernel wakes them. Otherwise the scheduler holds
+       every wait a step makes due (its slot's `held`) and lets them end one at a time, in an order drawn from
+       the seed; and each wait is stretched by up to `jitter` (a fraction × 2^32) of its length, by an amount
+       drawn from the seed, the wait's identity and how many waits its thread made before. */
+    uint64_t seed;
+    uint64_t jitter;
+    /* Processes registered with no parent in the table: a root's lineage is its ordinal among them. */
+    uint32_t roots;
+    uint32_t order_reserved;
+    uint8_t order_padding[40];
     /* Which wait-table slots are in use, one bit each (lines 11–18): a
        scheduler scans 64 words, not the whole table. A bit is set after its
        slot is claimed and cleared after it is freed, so it may be briefly
@@ -249,6 +260,7 @@ _Static_assert(offsetof(struct tc_segment, writer_lock) % 64 == 0, "the lock has
 _Static_assert(offsetof(struct tc_segment, writer_lock) - offsetof(struct tc_segment, generation) == 64,
                "the generation line is one cache line");
 _Static_assert(offsetof(struct tc_segment, wait_map) % 64 == 0, "the wait map starts a cache line");
+_Static_assert(offsetof(struct tc_segment, seed) % 64 == 0, "the order has its own cache line");
 _Static_assert(sizeof(struct tc_segment) % 64 == 0, "tables after the segment start on a cache line");
 
 /*
@@ -265,6 +277,12 @@ struct tc_proc_slot {
        scheduler ever names it; this count does (the loop guard reads it). */
     uint32_t immediate_waits;
     int64_t registered;
+    /* Where the process stands in the session's tree, the same in every run of the same program: its parent's
+       lineage mixed with its ordinal among the parent's children (children counts them), or a root's ordinal.
+       Kept across exec. A wait's identity (struct tc_wait_slot) starts from it. */
+    uint64_t lineage;
+    uint32_t children;
+    uint32_t reserved;
 };
 
 /* What a pending wait is, for `status`. */
@@ -306,7 +324,15 @@ struct tc_wait_slot {
        low and high halves (tc_wait_descriptors); 0 for every other entry. Readers drop a timerfd whose two
        descriptors no longer name one open file: the process closed it without the shim seeing it. */
     uint64_t descriptors;
-    uint64_t reserved;
+    /* The same in every run of the same program: the lineage of the process mixed with the thread's ordinal in
+       it (threads numbered in the order the process creates them), or for a timer with the timer's. A seeded
+       scheduler orders waits due together by it. */
+    uint64_t identity;
+    /* Set by a seeded scheduler before the step that makes the wait due; the wait does not end until the
+       scheduler clears it (tc_wait_release_held). */
+    uint32_t held;
+    uint32_t reserved;
+    uint64_t padding;
 };
 
 /*

@@ -13,9 +13,27 @@
 extern "C" {
 #endif
 
-/* The process table. Registration is lock-free; a full table reclaims dead entries. */
+/* A 64-bit mix of two words (splitmix64's finaliser): lineages, identities and a seeded order are made of it. */
+static inline uint64_t tc_mix64(uint64_t a, uint64_t b) {
+    uint64_t z = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* The lineage the roots of a session's process tree start from. */
+#define TC_LINEAGE_ROOTS 0x74696d6563746cULL
+
+/*
+ * The process table. Registration is lock-free; a full table reclaims dead
+ * entries. A process registering afresh takes its lineage from `parent`'s
+ * entry (its parent pid; a root if it has none in the table); the same pid
+ * registering again after exec keeps its entry.
+ */
 struct tc_proc_slot *tc_segment_procs(const struct tc_segment *segment);
-int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered);
+int tc_proc_register(struct tc_segment *segment, int32_t pid, int64_t registered, int32_t parent);
+/* The lineage of the process in `slot` (0 for none). */
+uint64_t tc_proc_lineage(const struct tc_segment *segment, int slot);
 void tc_proc_unregister(struct tc_segment *segment, int slot, int32_t pid);
 /* Copies every process-table entry in use into out[0…capacity); returns how many. */
 uint32_t tc_proc_collect(const struct tc_segment *segment, struct tc_proc_slot *out, uint32_t capacity);
@@ -53,10 +71,22 @@ static inline uint64_t tc_wait_descriptors(int32_t fd, int32_t duplicate) {
 
 struct tc_wait_slot *tc_segment_waits(const struct tc_segment *segment);
 int tc_wait_claim(struct tc_segment *segment, int32_t pid, int32_t tid, int kind, int vclock, int64_t deadline,
-                  int64_t registered);
+                  int64_t registered, uint64_t identity);
 /* The same for an armed timer, with its `descriptors` (tc_wait_descriptors, or 0). */
 int tc_wait_claim_timer(struct tc_segment *segment, int32_t pid, int kind, int vclock, int64_t deadline,
-                        int64_t registered, uint64_t descriptors);
+                        int64_t registered, uint64_t descriptors, uint64_t identity);
+/*
+ * A seeded scheduler's hold (SPEC §11): it holds each wait a step is about
+ * to make due (tc_wait_hold: 1 if `owner` still has the slot), and releases
+ * them one at a time (tc_wait_release_held, which moves the generation on
+ * so that the wait looks again). A held wait that is due keeps waiting.
+ */
+/* Sets a seeded run's order (before its processes start): `seed` (0: none) and `jitter` (a fraction × 2^32). */
+void tc_segment_set_order(struct tc_segment *segment, uint64_t seed, uint64_t jitter);
+uint64_t tc_segment_seed(const struct tc_segment *segment);
+int tc_wait_held(const struct tc_segment *segment, int slot);
+int tc_wait_hold(struct tc_segment *segment, uint32_t slot, uint64_t owner);
+void tc_wait_release_held(struct tc_segment *segment, uint32_t slot);
 void tc_wait_set_deadline(struct tc_segment *segment, int slot, int vclock, int64_t deadline);
 /* A timerfd's duplicate moved to another number: its slot says so (readers then never see a stale pair). */
 void tc_wait_set_descriptors(struct tc_segment *segment, int slot, uint64_t descriptors);

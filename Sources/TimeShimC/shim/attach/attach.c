@@ -115,7 +115,8 @@ static int64_t boottime_now(void) { return tc_real_ns(CLOCK_BOOTTIME); }
 
 static void register_this_process(void) {
     tc_shim_set_pid((int32_t)tc_raw_syscall(SYS_getpid, 0));
-    tc_shim_set_proc_slot(tc_proc_register(attaching_segment, tc_shim_pid(), boottime_now()));
+    tc_shim_set_proc_slot(tc_proc_register(attaching_segment, tc_shim_pid(), boottime_now(),
+                                           (int32_t)tc_raw_syscall(SYS_getppid, 0)));
 }
 
 static int attached(void) { return __atomic_load_n(&tc_shim_state, __ATOMIC_ACQUIRE) == TC_SHIM_ATTACHED; }

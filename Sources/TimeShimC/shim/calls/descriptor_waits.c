@@ -62,7 +62,7 @@ static int wait_until(struct tc_segment *segment, int kind, int64_t deadline, fd
     const sigset_t *during = mask ? mask : &guard.application;
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, TC_VCLOCK_MONOTONIC);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
         if (wake_fd < 0 && real > TC_SLICE_NS) real = TC_SLICE_NS;
         struct timespec timeout = tc_real_timeout(real);

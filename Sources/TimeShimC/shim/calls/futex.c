@@ -69,7 +69,7 @@ static long wait_words(struct tc_segment *segment, const struct futex_waitv *wai
     long result;
     for (int round = 0;; round++) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) {
             result = -ETIMEDOUT;
             break;
@@ -108,7 +108,7 @@ static long lock_pi(struct tc_segment *segment, uint32_t *word, int op, int vclo
     long result;
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) {
             /* The kernel takes no clock flag with FUTEX_TRYLOCK_PI (ENOSYS): only the private flag carries over. */
             result = kernel_futex(word, (op & FUTEX_PRIVATE_FLAG) | FUTEX_TRYLOCK_PI, 0, NULL, NULL, 0);

@@ -29,7 +29,7 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
     pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
         uint32_t *signals = tc_thread_handled_signals();
         uint32_t signals_seen = __atomic_load_n(signals, __ATOMIC_RELAXED);
@@ -39,7 +39,7 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
         /* Counted after closing: a handler that ran on the way out interrupted the sleep too. */
         if (interrupted || __atomic_load_n(signals, __ATOMIC_RELAXED) != signals_seen) {
             int64_t now = tc_segment_read(segment, vclock);
-            if (left) *left = deadline > now ? deadline - now : 0;
+            if (left) *left = wait.deadline > now ? wait.deadline - now : 0;
             result = EINTR;
             break;
         }

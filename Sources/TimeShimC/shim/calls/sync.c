@@ -78,11 +78,11 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
     volatile int result = ETIMEDOUT; /* pthread_cleanup_push may use setjmp */
     tc_wait_begin(&wait, segment, TC_WAIT_COND, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
-    volatile int woken_by_helper = tc_waiter_enter_cond(cond, mutex, vclock, deadline) == 0;
+    volatile int woken_by_helper = tc_waiter_enter_cond(cond, mutex, &wait) == 0;
     pthread_cleanup_push(tc_waiter_leave_cleanup, (void *)&woken_by_helper);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
         if (!woken_by_helper && real > TC_SLICE_NS) real = TC_SLICE_NS;
         if (woken_by_helper) tc_waiter_set_rate(view.rate);
@@ -135,7 +135,7 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
     pthread_cleanup_push(tc_signal_guard_leave_cleanup, &guard);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
         struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
         uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
@@ -188,7 +188,7 @@ static int mutex_lock_until(struct tc_segment *segment, pthread_mutex_t *mutex, 
     tc_wait_begin(&wait, segment, TC_WAIT_MUTEX, vclock, deadline);
     for (;;) {
         struct tc_wait_view view = tc_wait_look(segment, vclock);
-        int64_t real = tc_wait_real_remaining(&view, deadline);
+        int64_t real = tc_wait_remaining(&view, &wait);
         /* Even when due: a mutex that is free now is taken, as libc does. */
         struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
         int returned = tc_real.pthread_mutex_clocklock(mutex, CLOCK_MONOTONIC, &until);

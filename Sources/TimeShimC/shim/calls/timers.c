@@ -170,7 +170,9 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
     timer->queued_overrun = 0;
     timer->armed = 1;
     /* Listed as the process's (thread 0): a timer outlives the thread that armed it. */
-    tc_wait_begin_timer(&timer->wait, segment, kind, timer->armed_vclock, timer->deadline, descriptors_of(timer));
+    tc_wait_begin_timer(&timer->wait, segment, kind, timer->armed_vclock, timer->deadline, (uint32_t)(timer - timers),
+                        descriptors_of(timer));
+    timer->deadline = timer->wait.deadline;  /* stretched by a seeded jitter */
 }
 
 /* Empties an eventfd without blocking, whatever the application's flags. */
@@ -292,7 +294,8 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
             forget_timerfd(timer);
         if (timer->type == VTIMER_FREE || !timer->armed) continue;
         struct tc_wait_view view = tc_wait_look(segment, timer->armed_vclock);
-        if (view.now >= timer->deadline) {
+        /* A seeded scheduler fires timers due together one at a time (SPEC §11). */
+        if (view.now >= timer->deadline && !tc_wait_held(segment, timer->wait.slot)) {
             uint64_t expirations = 1;
             if (timer->interval > 0) expirations += (uint64_t)((view.now - timer->deadline) / timer->interval);
             int coalesced = 0;
@@ -314,13 +317,14 @@ int64_t tc_timers_fire_due(struct tc_segment *segment) {
                                                (int)(intptr_t)timer->id};
             if (timer->interval > 0) {
                 timer->deadline += (int64_t)expirations * timer->interval;
+                timer->wait.deadline = timer->deadline;
                 tc_wait_set_deadline(segment, timer->wait.slot, timer->armed_vclock, timer->deadline);
             } else {
                 disarm(timer);
                 continue;
             }
         }
-        int64_t remaining = tc_wait_real_remaining(&view, timer->deadline);
+        int64_t remaining = tc_wait_remaining(&view, &timer->wait);
         if (remaining < next) next = remaining;
     }
     unlock_table(&saved);

@@ -24,6 +24,18 @@ static TC_TLS uint32_t handled_signals;
 
 uint32_t *tc_thread_handled_signals(void) { return &handled_signals; }
 
+static TC_TLS uint32_t thread_ordinal;
+static uint32_t threads_created;
+static TC_TLS uint64_t waits_begun;
+
+uint32_t tc_thread_ordinal(void) { return thread_ordinal; }
+
+uint32_t tc_thread_next_ordinal(void) { return __atomic_add_fetch(&threads_created, 1, __ATOMIC_ACQ_REL); }
+
+void tc_thread_set_ordinal(uint32_t ordinal) { thread_ordinal = ordinal; }
+
+uint64_t tc_thread_count_wait(void) { return waits_begun++; }
+
 int tc_start_shim_thread(void *(*body)(void *), void *argument, size_t stack_size) {
     pthread_attr_t attributes;
     pthread_attr_init(&attributes);
@@ -39,4 +51,9 @@ int tc_start_shim_thread(void *(*body)(void *), void *argument, size_t stack_siz
     return result;
 }
 
-void tc_threads_after_fork_in_child(void) { cached_tid = 0; }
+void tc_threads_after_fork_in_child(void) {
+    cached_tid = 0;
+    /* The forking thread is the child's main thread, and the first of its lineage's. */
+    thread_ordinal = 0;
+    threads_created = 0;
+}

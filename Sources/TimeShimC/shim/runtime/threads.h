@@ -18,6 +18,19 @@ void tc_gettid_adopt(int32_t tid);
 uint32_t *tc_thread_handled_signals(void);
 
 /*
+ * The calling thread's ordinal in its process: 0 for the main thread (and a
+ * fork child's), then 1, 2, … in the order the process creates threads,
+ * when the pthread_create interposer (trace/trace_registry.c) numbers them
+ * (a seeded run or a recording: the same in every run of the same program).
+ */
+uint32_t tc_thread_ordinal(void);
+/* The next ordinal for a thread this process creates, and the setting of it in the new thread. */
+uint32_t tc_thread_next_ordinal(void);
+void tc_thread_set_ordinal(uint32_t ordinal);
+/* How many waits the calling thread has begun (session/wait.c counts them): a seeded jitter draws from it. */
+uint64_t tc_thread_count_wait(void);
+
+/*
  * Starts one of the shim's own threads: detached, with `stack_size` bytes
  * of stack and every signal blocked (a signal meant for the application
  * must never land on it), through libc's own pthread_create (record and

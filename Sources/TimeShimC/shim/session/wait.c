@@ -27,6 +27,12 @@ int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline
     return tc_real_wait_ns(view->now, deadline, view->rate);
 }
 
+int64_t tc_wait_remaining(const struct tc_wait_view *view, const struct tc_wait *wait) {
+    int64_t real = tc_real_wait_ns(view->now, wait->deadline, view->rate);
+    /* Read after the generation (tc_wait_look): a release after this moves it, and the wait looks again. */
+    return real == 0 && tc_wait_held(wait->segment, wait->slot) ? TC_FOREVER : real;
+}
+
 int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative) {
     int64_t now = tc_segment_read(segment, vclock);
     if (relative <= 0) return now;
@@ -41,18 +47,37 @@ static int64_t bounded(int64_t real_ns) {
 
 struct timespec tc_real_timeout(int64_t real_ns) { return tc_timespec_from_ns(bounded(real_ns)); }
 
-/* tid 0: a timer, with its `descriptors` (a timerfd's, else 0). */
+/*
+ * A seeded jitter (SPEC §11): the wait stretched by up to `jitter` (a fraction × 2^32) of its length, by an
+ * amount drawn from the seed, the wait's identity and how many waits the thread began before it — the same in
+ * every run. Real waits overshoot; a program that assumes they do not fails, the same way each time.
+ */
+static int64_t jittered(const struct tc_segment *segment, uint64_t identity, int64_t now, int64_t deadline) {
+    uint64_t jitter = __atomic_load_n(&segment->jitter, __ATOMIC_RELAXED);
+    if (jitter == 0 || deadline <= now || deadline == INT64_MAX) return deadline;
+    uint64_t seed = __atomic_load_n(&segment->seed, __ATOMIC_RELAXED);
+    uint64_t draw = tc_mix64(seed, tc_mix64(identity, tc_thread_count_wait()));
+    unsigned __int128 most = ((unsigned __int128)(uint64_t)(deadline - now) * jitter) >> 32;
+    int64_t stretch = (int64_t)((most * (draw >> 32)) >> 32);
+    return deadline > INT64_MAX - stretch ? INT64_MAX : deadline + stretch;
+}
+
+/* tid 0: a timer, with its `key` and `descriptors` (a timerfd's, else 0). */
 static void begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
-                  int32_t tid, uint64_t descriptors) {
+                  int32_t tid, uint32_t key, uint64_t descriptors) {
     int32_t pid = tc_shim_pid();
+    uint64_t lineage = tc_proc_lineage(segment, tc_shim_proc_slot());
+    uint64_t identity = tid ? tc_mix64(lineage, tc_thread_ordinal()) : tc_mix64(lineage, 1ULL << 32 | key);
+    int64_t now = tc_segment_read(segment, vclock);
+    deadline = jittered(segment, identity, now, deadline);
     wait->segment = segment;
     wait->vclock = vclock;
     wait->deadline = deadline;
     wait->owner = tc_wait_owner(pid, tid);
     int64_t registered = tc_real_ns(CLOCK_BOOTTIME);
-    wait->slot = tid ? tc_wait_claim(segment, pid, tid, kind, vclock, deadline, registered)
-                     : tc_wait_claim_timer(segment, pid, kind, vclock, deadline, registered, descriptors);
-    if (deadline <= tc_segment_read(segment, vclock)) {
+    wait->slot = tid ? tc_wait_claim(segment, pid, tid, kind, vclock, deadline, registered, identity)
+                     : tc_wait_claim_timer(segment, pid, kind, vclock, deadline, registered, descriptors, identity);
+    if (deadline <= now) {
         tc_proc_count_immediate_wait(segment, tc_shim_proc_slot());
         if (tid != 0) tc_spin_note_futile_wait();
     } else if (tid != 0) {
@@ -63,12 +88,12 @@ static void begin(struct tc_wait *wait, struct tc_segment *segment, int kind, in
 }
 
 void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline) {
-    begin(wait, segment, kind, vclock, deadline, tc_gettid(), 0);
+    begin(wait, segment, kind, vclock, deadline, tc_gettid(), 0, 0);
 }
 
 void tc_wait_begin_timer(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
-                         uint64_t descriptors) {
-    begin(wait, segment, kind, vclock, deadline, 0, descriptors);
+                         uint32_t key, uint64_t descriptors) {
+    begin(wait, segment, kind, vclock, deadline, 0, key, descriptors);
 }
 
 void tc_wait_end(struct tc_wait *wait) {

@@ -45,6 +45,10 @@ struct tc_wait_view tc_wait_look(struct tc_segment *segment, int vclock);
 /* Real ns until `deadline` at the view's rate: 0 if due, TC_FOREVER if frozen. */
 int64_t tc_wait_real_remaining(const struct tc_wait_view *view, int64_t deadline);
 
+struct tc_wait;
+/* The same for a pending wait: TC_FOREVER too while it is due but a seeded scheduler holds it (SPEC §11). */
+int64_t tc_wait_remaining(const struct tc_wait_view *view, const struct tc_wait *wait);
+
 /* A deadline `relative` virtual ns from now on `vclock` (saturating). */
 int64_t tc_wait_deadline_after(struct tc_segment *segment, int vclock, int64_t relative);
 
@@ -61,15 +65,17 @@ int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_
 struct tc_wait {
     struct tc_segment *segment;
     int vclock;
-    int64_t deadline;
+    int64_t deadline;     /* as given, or later by a seeded jitter: what the wait waits for */
     int slot;
     uint64_t owner;
 };
 
+/* Lists the wait; its deadline (wait->deadline) may be stretched by a seeded jitter (SPEC §11). */
 void tc_wait_begin(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline);
-/* The same for an armed timer, listed as the whole process's; `descriptors`: a timerfd's (tc_wait_descriptors), else 0. */
+/* The same for an armed timer, listed as the whole process's: `key` tells the process's timers apart (the
+   same in every run), `descriptors` is a timerfd's (tc_wait_descriptors, else 0). */
 void tc_wait_begin_timer(struct tc_wait *wait, struct tc_segment *segment, int kind, int vclock, int64_t deadline,
-                         uint64_t descriptors);
+                         uint32_t key, uint64_t descriptors);
 void tc_wait_end(struct tc_wait *wait);
 /* pthread_cleanup_push handler: ends the wait `argument` points to. */
 void tc_wait_end_cleanup(void *argument);

@@ -29,6 +29,7 @@ struct waiter_record {
     pthread_mutex_t *mutex;
     int vclock;
     int64_t deadline;
+    int slot;                 /* its wait-table slot, which a seeded scheduler may hold */
     uint64_t rate;            /* the rate the waiter's real timeout assumes */
     int woken;                /* the helper broadcast: 1 for a rate change, 2 at the deadline */
     int outer;                /* the thread's record before this one (a wait in a signal handler nests), or −1 */
@@ -108,6 +109,7 @@ static int enter(struct waiter_record *fields) {
         records[i].mutex = fields->mutex;
         records[i].vclock = fields->vclock;
         records[i].deadline = fields->deadline;
+        records[i].slot = fields->slot;
         __atomic_store_n(&records[i].rate, fields->rate, __ATOMIC_RELAXED);
         __atomic_store_n(&records[i].woken, 0, __ATOMIC_RELAXED);
         records[i].outer = thread_record;
@@ -120,13 +122,14 @@ static int enter(struct waiter_record *fields) {
 
 int tc_waiter_enter_fd(void) {
     int fd = thread_wake_fd_get();
-    struct waiter_record fields = {.wake_fd = fd};
+    struct waiter_record fields = {.wake_fd = fd, .slot = -1};
     if (fd < 0 || enter(&fields) != 0) return -1;
     return fd;
 }
 
-int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock, int64_t deadline) {
-    struct waiter_record fields = {.wake_fd = -1, .cond = cond, .mutex = mutex, .vclock = vclock, .deadline = deadline};
+int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct tc_wait *wait) {
+    struct waiter_record fields = {.wake_fd = -1, .cond = cond, .mutex = mutex, .vclock = wait->vclock,
+                                   .deadline = wait->deadline, .slot = wait->slot};
     return enter(&fields);
 }
 
@@ -173,7 +176,7 @@ void tc_waiter_drain(int wake_fd) {
 static int wake_condition_waiter(struct tc_segment *segment, struct waiter_record *record) {
     if (record->woken) return 1;
     uint64_t rate = tc_segment_clock_rate(segment, record->vclock);
-    int due = tc_segment_read(segment, record->vclock) >= record->deadline;
+    int due = tc_segment_read(segment, record->vclock) >= record->deadline && !tc_wait_held(segment, record->slot);
     if (!due && rate == __atomic_load_n(&record->rate, __ATOMIC_ACQUIRE)) return 1;
     if (pthread_mutex_trylock(record->mutex) != 0) return 0;
     __atomic_store_n(&record->woken, due ? WOKEN_AT_DEADLINE : WOKEN_FOR_RATE, __ATOMIC_RELEASE);

@@ -11,6 +11,7 @@
 #define TIMECTL_WAITERS_H
 
 #include "../runtime/process.h"
+#include "wait.h"
 
 #include <pthread.h>
 
@@ -22,8 +23,8 @@
  */
 int tc_waiter_enter_fd(void);
 /* Registers the calling thread as waiting on `cond` (holding `mutex`) until
-   `deadline` on `vclock`; 0, or −1 (too many waiters: then slices). */
-int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock, int64_t deadline);
+   `wait` is due (its deadline passed, and no seeded scheduler holds it); 0, or −1 (too many waiters: then slices). */
+int tc_waiter_enter_cond(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct tc_wait *wait);
 /* The rate the calling condition waiter's current real timeout was worked out for. */
 void tc_waiter_set_rate(uint64_t rate);
 /* Whether the helper woke the calling condition waiter because its deadline came. */

@@ -21,6 +21,7 @@
 #include "../runtime/libc_originals.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
+#include "../runtime/threads.h"
 #include "../runtime/text.h"
 
 #include <errno.h>
@@ -201,6 +202,7 @@ struct thread_start {
     void *argument;
     uint32_t number;
     int numbered;
+    uint32_t ordinal;
     int64_t creep;
 };
 
@@ -211,28 +213,39 @@ static void *start_thread(void *argument) {
         thread_number.number = start.number;
         thread_number.numbered = 1;
     }
+    tc_thread_set_ordinal(start.ordinal);
     tc_spin_state.creep = start.creep;
     return start.routine(start.argument);
 }
 
+/* A seeded run orders waits by the ordinals of their threads (runtime/threads.h). */
+static int seeded(void) {
+    struct tc_segment *segment = tc_shim_segment();
+    return segment && __atomic_load_n(&segment->seed, __ATOMIC_RELAXED) != 0;
+}
+
 /*
- * Threads are numbered in the order their process creates them (the shim's own helper is not one of them), and
- * start with their creator's creep (runtime/starvation.h): a time it read and handed to the new thread is not in
- * the new thread's future. Neither needs anything of a thread created while nothing is traced and its creator
- * never crept, which then starts as it would without the shim.
+ * Threads are numbered in the order their process creates them (the shim's own helper is not one of them) for
+ * a recording and for a seeded run's order (runtime/threads.h), and start with their creator's creep
+ * (runtime/starvation.h): a time it read and handed to the new thread is not in the new thread's future. None of
+ * this needs anything of a thread created while nothing is traced or seeded and its creator never crept, which
+ * then starts as it would without the shim.
  */
 static int shim_pthread_create(pthread_t *thread, const pthread_attr_t *attributes, void *(*routine)(void *),
                                void *argument) {
     if (!tc_real.pthread_create) tc_shim_segment();
     if (!tc_real.pthread_create) return EAGAIN;
     int64_t creep = tc_spin_state.creep;
-    if (tc_trace_mode == TC_TRACE_OFF && creep == 0) return tc_real.pthread_create(thread, attributes, routine, argument);
+    int ordered = seeded();
+    if (tc_trace_mode == TC_TRACE_OFF && creep == 0 && !ordered)
+        return tc_real.pthread_create(thread, attributes, routine, argument);
     struct thread_start *start = malloc(sizeof(*start));
     if (!start) return EAGAIN;
     start->routine = routine;
     start->argument = argument;
     start->numbered = tc_trace_mode != TC_TRACE_OFF;
     start->number = start->numbered ? __atomic_add_fetch(&threads_numbered, 1, __ATOMIC_ACQ_REL) : 0;
+    start->ordinal = ordered ? tc_thread_next_ordinal() : 0;
     start->creep = creep;
     int result = tc_real.pthread_create(thread, attributes, start_thread, start);
     if (result != 0) free(start);
