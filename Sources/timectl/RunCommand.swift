@@ -89,6 +89,14 @@ struct Run: ParsableCommand {
             help: ArgumentHelp("With --seed: stretch each wait by up to FRACTION (above 0, at most 1) of its length, by an amount drawn from the seed.", valueName: "fraction"))
     var jitterArgument: String?
 
+    @Option(name: .customLong("repeat"), parsing: .unconditional,
+            help: ArgumentHelp("With --auto-advance: run the command K times on identical fresh sessions and compare what each of its threads read and waited for, and its exit status.", valueName: "k"))
+    var repeatArgument: String?
+
+    @Option(name: .customLong("seed-from"), parsing: .unconditional,
+            help: ArgumentHelp("With --repeat: give the runs the seeds S, S+1, … and list the seeds whose exit status differs from the first's.", valueName: "s"))
+    var seedFromArgument: String?
+
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))
     var command: [String] = []
 
@@ -97,11 +105,33 @@ struct Run: ParsableCommand {
         _ = try start()
         if !autoAdvance {
             let stray = [keepRate ? "--keep-rate" : nil, maxSteps != nil ? "--max-steps" : nil, report ? "--report" : nil,
-                         seedArgument != nil ? "--seed" : nil].compactMap { $0 }
+                         seedArgument != nil ? "--seed" : nil, repeatArgument != nil ? "--repeat" : nil].compactMap { $0 }
             if let first = stray.first { throw ValidationError("\(first) only applies with --auto-advance") }
         }
         if let maxSteps, maxSteps < 1 { throw ValidationError("--max-steps must be a whole number of at least 1, got \(maxSteps)") }
         _ = try order()
+        _ = try repetition()
+    }
+
+    /// How --repeat and --seed-from repeat the run: how many times, and the first seed if each run takes the next.
+    func repetition() throws -> (count: Int, seedFrom: UInt64?)? {
+        guard let repeatArgument else {
+            if seedFromArgument != nil { throw ValidationError("--seed-from only applies with --repeat: 'timectl run --auto-advance --repeat K --seed-from S -- COMMAND'") }
+            return nil
+        }
+        guard let count = Int(repeatArgument), count >= 2, count <= 10_000 else {
+            throw ValidationError("--repeat takes a number of runs from 2 to 10000, got '\(repeatArgument)'")
+        }
+        if keepRate { throw ValidationError("--repeat with --keep-rate: a running clock puts real time into the runs; drop --keep-rate") }
+        if startAt == nil && SessionOptions.named(sessionOptions.session) != nil || startAt != nil && sessionOptions.session != nil {
+            throw ValidationError("--repeat runs on fresh private sessions: drop --session (and unset $TIMECTL_SESSION, or give --at)")
+        }
+        guard let seedFromArgument else { return (count, nil) }
+        if seedArgument != nil { throw ValidationError("give either --seed or --seed-from, not both: --seed-from gives each run its own seed") }
+        guard let first = UInt64(seedFromArgument), first <= UInt64.max - 1 - UInt64(count) else {
+            throw ValidationError("--seed-from takes a whole number from 0 to \(UInt64.max - 1 - UInt64(count)), got '\(seedFromArgument)'")
+        }
+        return (count, first)
     }
 
     /// The order --seed and --jitter give the run: the seed as the segment keeps it (never 0, which means none).
@@ -151,7 +181,7 @@ struct Run: ParsableCommand {
         } else if autoAdvance && !keepRate && SessionOptions.named(sessionOptions.session) == nil {
             // A run that names no session and no time starts at the pinned origin: the same values every run.
             session = .temporary
-            start = SessionStart(wallClock: .absolute(nanosecondsSinceEpoch: 946_684_800 * 1_000_000_000), frozen: true, rate: nil, forScheduler: true)
+            start = Self.pinnedStart
         } else {
             session = .named(sessionOptions.session)
         }
@@ -160,6 +190,10 @@ struct Run: ParsableCommand {
         }
         let order = try order()
         let seedNote = order.map { " (seed \($0.seed))" } ?? ""
+        if let (count, seedFrom) = try repetition() {
+            throw ExitCode(Self.repeatRuns(count, start: start ?? Self.pinnedStart, order: order, seedFrom: seedFrom, arguments: command,
+                                           maxSteps: maxSteps, allowingUncontrolled: allowUncontrolled))
+        }
         throw ExitCode(Self.execute(session: session, start: start, order: order, arguments: command, leftovers: leftovers,
                                     allowingUncontrolled: allowUncontrolled, noting: seedNote) { command, session throws(TimeControlError) in
             // The scheduler freezes the session; a named one runs again afterwards as it did before (or as --at set it).
@@ -170,6 +204,67 @@ struct Run: ParsableCommand {
             if report { Main.report(line: "auto-advance: \(outcome)\(seedNote)") }
             return status
         })
+    }
+
+    /// Where a run that names no session and no time starts: frozen at the pinned origin (2000-01-01T00:00:00Z).
+    static let pinnedStart = SessionStart(wallClock: .absolute(nanosecondsSinceEpoch: 946_684_800 * 1_000_000_000),
+                                          frozen: true, rate: nil, forScheduler: true)
+
+    /// `--repeat K`: runs the command `count` times under auto-advance, each on a fresh private session set up
+    /// alike (with `seedFrom`, seed S, S+1, … each), recording what every thread read and waited for; reports
+    /// "identical in K runs" or the first difference, or with `seedFrom` the seeds whose exit status differs from
+    /// the first's. Exits with the runs' common status, or 121 when they differ.
+    static func repeatRuns(_ count: Int, start: SessionStart, order: RunOrder?, seedFrom: UInt64?, arguments: [String],
+                           maxSteps: Int?, allowingUncontrolled: Bool) -> Int32 {
+        CommandRunner.holdForwardedSignals()
+        do {
+            try CommandRunner.check(arguments, allowingUncontrolled: allowingUncontrolled)
+            let directory = try ScratchDirectory(purpose: "repeat")
+            defer { directory.remove() }
+            var runs: [(seed: UInt64?, status: Int32, trace: Trace?)] = []
+            for index in 0..<count {
+                let seed = seedFrom.map { $0 + UInt64(index) } ?? order?.seed
+                let session = try TimeSession.temporaryPinned()
+                defer { session.end() }
+                try start.apply(to: session)
+                if let seed { session.setOrder(seed: seed, jitter: order?.jitter ?? 0) }
+                let path = directory.path + "/run-\(index + 1).trace"
+                do {
+                    let summary = try TraceRecorder.record(arguments, into: path, session: session, autoAdvancing: true, maxSteps: maxSteps)
+                    runs.append((seed, summary.status, try Trace(contentsOf: path)))
+                } catch let error where CommandStatus.endsARun(error) {
+                    // A run the scheduler ended (a deadlock, a loop): its status is what a seed search looks for.
+                    runs.append((seed, CommandStatus.failure(error, noting: seed.map { " (seed \($0))" } ?? ""), nil))
+                }
+            }
+            let first = runs[0]
+            if let seedFrom {
+                let differing = runs.filter { $0.status != first.status }
+                let last = seedFrom + UInt64(count - 1)
+                guard !differing.isEmpty else {
+                    Main.report(line: "repeat: every seed from \(seedFrom) to \(last) exited \(first.status)")
+                    return first.status
+                }
+                let listed = differing.map { "\($0.seed ?? 0) (exit \($0.status))" }.joined(separator: ", ")
+                Main.report(line: "repeat: seeds whose exit status differs from seed \(seedFrom)'s (\(first.status)): \(listed)")
+                return CommandStatus.diverged
+            }
+            let seedNote = order.map { " (seed \($0.seed))" } ?? ""
+            for (index, run) in runs.enumerated().dropFirst() {
+                if run.status != first.status {
+                    Main.report(line: "repeat: run \(index + 1) exited \(run.status), run 1 \(first.status)\(seedNote)")
+                    return CommandStatus.diverged
+                }
+                if let a = first.trace, let b = run.trace, let difference = a.firstDifference(from: b) {
+                    Main.report(line: "repeat: run \(index + 1) differs from run 1 at \(difference.describing(first: "run 1", other: "run \(index + 1)"))\(seedNote)")
+                    return CommandStatus.diverged
+                }
+            }
+            Main.report(line: "repeat: identical in \(count) runs\(seedNote)")
+            return first.status
+        } catch {
+            return CommandStatus.failure(error)
+        }
     }
 
     /// Sets the session running at `pace` again after the scheduler froze it; one line on stderr if that fails.
@@ -252,7 +347,7 @@ struct Run: ParsableCommand {
 }
 
 extension Run: RunsAProgram {
-    static let optionsTakingValues: Set<String> = ["--at", "--rate", "--max-steps", "--seed", "--jitter"]
+    static let optionsTakingValues: Set<String> = ["--at", "--rate", "--max-steps", "--seed", "--jitter", "--repeat", "--seed-from"]
 }
 
 /// timectl's own exit statuses for the commands that run a program (run,
@@ -273,6 +368,14 @@ enum CommandStatus {
     /// Reports `error` on one line; returns the status to exit with: 127 for
     /// a command not found, 126 for one that cannot be executed, 122 or 123
     /// when the scheduler ended the run, else 125.
+    /// Whether `error` is the scheduler ending a run (122, 123), rather than timectl failing.
+    static func endsARun(_ error: TimeControlError) -> Bool {
+        switch error {
+        case .deadlock, .endOfTimeRange, .stepLimitExceeded, .livelock: return true
+        default: return false
+        }
+    }
+
     static func failure(_ error: TimeControlError, noting note: String = "") -> Int32 {
         Main.report(line: error.description + note)
         switch error {

@@ -128,12 +128,7 @@ public enum TestProcess {
 
     /// A new private directory for one child's reports (under `$TMPDIR`, else /tmp).
     public static func makeReportDirectory() throws(TimeControlError) -> String {
-        let base = ProcessEnvironment.value("TMPDIR").flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        var template = Array((base + "/timectl-test-XXXXXX").utf8CString)
-        guard let made = mkdtemp(&template) else {
-            throw .system(call: "mkdtemp", path: base, errno: .init(rawValue: errno))
-        }
-        return String(cString: made)
+        try ScratchDirectory(purpose: "test").path
     }
 
     /// Removes a report directory and the files in it.

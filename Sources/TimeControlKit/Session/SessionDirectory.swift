@@ -153,3 +153,21 @@ func removeFlatDirectory(_ path: String) {
     for name in directoryEntries(of: path) { unlink(path + "/" + name) }
     rmdir(path)
 }
+
+/// A new private directory for scratch files (`timectl-PURPOSE-XXXXXX` under `$TMPDIR`, else /tmp), removed
+/// with its files by ``remove()``.
+public struct ScratchDirectory: Sendable {
+    public let path: String
+
+    public init(purpose: String) throws(TimeControlError) {
+        let base = ProcessEnvironment.value("TMPDIR").flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        var template = Array((base + "/timectl-\(purpose)-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw .system(call: "mkdtemp", path: base, errno: .init(rawValue: errno))
+        }
+        path = String(cString: made)
+    }
+
+    /// Removes the directory and the files in it.
+    public func remove() { removeFlatDirectory(path) }
+}

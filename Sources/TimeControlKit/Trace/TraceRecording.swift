@@ -40,7 +40,10 @@ public enum TraceRecorder {
     ///
     /// - Throws: ``TimeControlError/traceExists(path:)`` if `tracePath`
     ///   exists and `replacing` is false; the errors of running a command.
+    /// With `autoAdvancing`, the command runs under auto-advance (`timectl run --repeat`): the session's scheduler
+    /// skips every wait, stopping after `maxSteps` steps if given.
     public static func record(_ command: [String], into tracePath: String, session: TimeSession, replacing: Bool = false,
+                              autoAdvancing: Bool = false, maxSteps: Int? = nil,
                               environment: [String] = ProcessEnvironment.entries) throws(TimeControlError) -> RecordingSummary {
         if !replacing && access(tracePath, F_OK) == 0 { throw .traceExists(path: tracePath) }
         // Made before the command runs, so that a trace that cannot be written costs no run.
@@ -52,8 +55,11 @@ public enum TraceRecorder {
         defer { directory.remove() }
         try directory.createRegistry()
         let shimEnvironment = try ShimEnvironment(session: session)
-        let status = try CommandRunner(arguments: command, shimEnvironment: shimEnvironment)
-            .run(environment: WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"])
+        let runner = CommandRunner(arguments: command, shimEnvironment: shimEnvironment)
+        let recording = WorkingDirectory.withoutTraceVariables(environment) + ["TIMECTL_RECORD=\(directory.path)"]
+        let status = autoAdvancing
+            ? try runner.runAutoAdvancing(session: session, maxSteps: maxSteps, adoptingOrphans: true, environment: recording).status
+            : try runner.run(environment: recording)
         var summary = try RawRecording(directory: directory).writeTrace(to: output, recordedAt: recordedAt)
         summary.status = status
         return summary
