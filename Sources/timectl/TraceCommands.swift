@@ -13,12 +13,14 @@ struct Record: RunsAProgram {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Run a command and record every clock reading and wait of its processes.",
-        usage: "timectl record [--session <name>] (--trace | -o) <file> [--force] [--] <command> ...",
+        usage: "timectl record [--session <name> | --auto-advance [--seed <n>]] (--trace | -o) <file> [--force] [--] <command> ...",
         discussion: """
             Writes a trace to FILE: per process (named by its place in the process tree, not its \
             pid) and per thread (in creation order), every value a clock read returned and every \
             wait with its virtual deadline. The command runs on real time in a private session, or \
-            on the session named by --session (or $TIMECTL_SESSION). FILE appears complete when \
+            on the session named by --session (or $TIMECTL_SESSION); with --auto-advance, on a private \
+            session pinned at 2000-01-01T00:00:00Z that skips every wait, as 'timectl run --auto-advance' \
+            runs it (--seed N orders the waits that fall due together, as there). FILE appears complete when \
             the command has exited, or not at all; an existing FILE is kept unless --force is given. \
             Exits with the command's status; 125 if timectl itself failed.
             """)
@@ -28,10 +30,16 @@ struct Record: RunsAProgram {
     @Option(name: [.customLong("trace"), .customShort("o")], help: ArgumentHelp("Where to write the trace.", valueName: "file"))
     var trace: String
 
-    static let optionsTakingValues: Set<String> = ["--trace", "-o"]
+    static let optionsTakingValues: Set<String> = ["--trace", "-o", "--seed"]
 
     @Flag(help: "Replace FILE if it exists.")
     var force = false
+
+    @Flag(name: .customLong("auto-advance"), help: "Run on a private pinned session that skips every wait, as 'timectl run --auto-advance'.")
+    var autoAdvance = false
+
+    @Option(name: .customLong("seed"), help: ArgumentHelp("With --auto-advance: waits that fall due together end one at a time, in an order drawn from N.", valueName: "n"))
+    var seed: UInt64?
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))
     var command: [String] = []
@@ -39,6 +47,11 @@ struct Record: RunsAProgram {
     func validate() throws {
         if trace.isEmpty { throw ValidationError("no trace file: expected 'timectl record --trace FILE [--] COMMAND [ARGUMENTS...]'") }
         if command.isEmpty { throw ValidationError("no command given: expected 'timectl record --trace \(trace) [--] COMMAND [ARGUMENTS...]'") }
+        if seed != nil && !autoAdvance { throw ValidationError("--seed only applies with --auto-advance") }
+        if seed == UInt64.max { throw ValidationError("--seed takes a whole number from 0 to \(UInt64.max - 1), got \(UInt64.max)") }
+        if autoAdvance && sessionOptions.session != nil {
+            throw ValidationError("--auto-advance records on a private session of its own: drop --session")
+        }
     }
 
     func run() throws {
@@ -46,12 +59,16 @@ struct Record: RunsAProgram {
         let status: Int32
         do {
             let session: TimeSession
-            if let name = SessionOptions.named(sessionOptions.session) {
+            if autoAdvance {
+                session = try TimeSession.temporaryPinned()
+                try Run.pinnedStart.apply(to: session)
+                if let seed { session.setOrder(seed: seed, jitter: 0) }
+            } else if let name = SessionOptions.named(sessionOptions.session) {
                 session = try TimeSession.openOrCreate(named: try SessionOptions.resolve(name))
             } else {
                 session = try TimeSession.temporary()
             }
-            let summary = try TraceRecorder.record(command, into: trace, session: session, replacing: force)
+            let summary = try TraceRecorder.record(command, into: trace, session: session, replacing: force, autoAdvancing: autoAdvance)
             Main.report(line: "recorded \(summary) into \(trace)")
             status = summary.status
         } catch {

@@ -87,6 +87,9 @@ struct replay_thread {
     struct tc_decoder decoder;
     int64_t continuation[TC_VCLOCKS];    /* after a divergence: replayed value − session value, per clock */
     int64_t pending_monotonic;     /* Go: the monotonic half of the observation the thread just took, or NO_VALUE */
+    int64_t last[TC_VCLOCKS];      /* the last value replayed to this thread, per clock, or NO_VALUE */
+    uint64_t unrecorded;           /* the waits it is in, innermost in bit 0: 1 for one the recording did not have */
+    uint32_t depth;
 };
 
 static TC_TLS struct replay_thread replay_thread;
@@ -230,6 +233,9 @@ static struct replay_thread *current_thread(void) {
     state->calls = 0;
     state->diverged = 0;
     state->pending_monotonic = NO_VALUE;
+    for (int c = 0; c < TC_VCLOCKS; c++) state->last[c] = NO_VALUE;
+    state->unrecorded = 0;
+    state->depth = 0;
     if (!go_replay) find_stream(state);
     state->ready = 1;
     return state;
@@ -474,6 +480,37 @@ static void go_replay_reading(int call, clockid_t clock, int vclock, struct time
     *value = tc_timespec_from_ns(result);
 }
 
+/*
+ * Synchronisation, not timing: a wait that ended before its deadline (a
+ * lock or condition taken before its timeout — Python's GIL waits 5 ms at a
+ * time), and a reading that repeats the thread's last value on its clock
+ * (the reading such a wait's deadline was worked out from). How many of
+ * them a thread makes depends on how the kernel schedules threads, so the
+ * recording's are passed over where the thread does not make them now, and
+ * the thread's own are answered without the recording (docs/trace.md). The
+ * same rule decides what `timectl run --repeat` compares (TraceEvent.timeline).
+ */
+static int recorded_synchronisation(const struct replay_thread *state, struct tc_decoder *at) {
+    struct tc_decoder ahead = *at;
+    struct tc_event event;
+    if (tc_decode_event(&ahead, &event) != 1) return 0;
+    if (event.type == TC_EVENT_READ && state->last[event.vclock] == event.value) {
+        *at = ahead;
+        return 1;
+    }
+    if (event.type != TC_EVENT_WAIT_BEGIN) return 0;
+    struct tc_event end;
+    if (tc_decode_event(&ahead, &end) != 1 || end.type != TC_EVENT_WAIT_END || end.detail == TC_WAIT_REACHED_DEADLINE)
+        return 0;
+    *at = ahead;
+    return 1;
+}
+
+static int matches(const struct tc_event *event, struct tc_event_kind asked, int vclock) {
+    return event->type == asked.type && event->vclock == vclock &&
+           (asked.type != TC_EVENT_WAIT_BEGIN || event->detail == asked.detail);
+}
+
 /* Takes the next recorded event if it is the one asked for; else diverges. Returns 1 if taken. */
 static int replay_next(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
                        int vclock, struct tc_event *event) {
@@ -491,10 +528,27 @@ static int replay_next(struct replay_thread *state, struct tc_segment *segment, 
     }
     struct tc_decoder before = state->decoder;
     int decoded = tc_decode_event(&state->decoder, event);
-    if (decoded == 1 && event->type == asked.type && event->vclock == vclock &&
-        (asked.type != TC_EVENT_WAIT_BEGIN || event->detail == asked.detail))
-        return 1;
+    if (decoded == 1 && matches(event, asked, vclock)) return 1;
+    /* The recording's synchronisation the thread does not make now: passed over. */
+    struct tc_decoder skipping = before;
+    while (recorded_synchronisation(state, &skipping)) {
+        struct tc_decoder at = skipping;
+        struct tc_event next;
+        if (tc_decode_event(&at, &next) == 1 && matches(&next, asked, vclock)) {
+            state->decoder = at;
+            *event = next;
+            return 1;
+        }
+    }
     state->decoder = before;
+    /* The thread's own: a reading of a clock that has not moved for it, a wait the recording does not have. */
+    if (asked.type == TC_EVENT_READ && state->last[vclock] != NO_VALUE) {
+        event->type = TC_EVENT_READ;
+        event->vclock = vclock;
+        event->value = state->last[vclock];
+        return 1;
+    }
+    if (asked.type == TC_EVENT_WAIT_BEGIN) return 0;
     diverge(state, segment, decoded == 1 ? TC_DIVERGED_DIFFERENT : TC_DIVERGED_PAST_END, decoded == 1 ? event : NULL,
             asked);
     return 0;
@@ -546,6 +600,7 @@ void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_se
         struct tc_event_kind asked = {TC_EVENT_READ, (uint32_t)call, clock};
         if (replay_next(state, segment, asked, vclock, &event)) {
             note_replayed(vclock, event.value);
+            state->last[vclock] = event.value;
             *value = tc_timespec_from_ns(event.value);
             return;
         }
@@ -571,17 +626,25 @@ void tc_replay_wait_begin(int kind, int vclock) {
     struct replay_thread *state = current_thread();
     if (!state) return;
     state->calls++;
-    if (state->diverged) return;
-    struct tc_event event;
-    struct tc_event_kind asked = {TC_EVENT_WAIT_BEGIN, (uint32_t)kind, vclock};
-    replay_next(state, tc_shim_segment(), asked, vclock, &event);
+    int recorded = 0;
+    if (!state->diverged) {
+        struct tc_event event;
+        struct tc_event_kind asked = {TC_EVENT_WAIT_BEGIN, (uint32_t)kind, vclock};
+        recorded = replay_next(state, tc_shim_segment(), asked, vclock, &event);
+    }
+    state->unrecorded = state->unrecorded << 1 | (recorded ? 0 : 1);
+    state->depth++;
 }
 
 void tc_replay_wait_end(void) {
     /* The recorded end is passed over: the wait ended as it does now. */
     if (go_replay) return;
     struct replay_thread *state = current_thread();
-    if (!state || state->diverged || !state->has_stream) return;
+    if (!state) return;
+    int recorded = state->depth == 0 || !(state->unrecorded & 1);
+    state->unrecorded >>= 1;
+    if (state->depth) state->depth--;
+    if (!recorded || state->diverged || !state->has_stream) return;
     struct tc_decoder before = state->decoder;
     struct tc_event event;
     if (tc_decode_event(&state->decoder, &event) != 1 || event.type != TC_EVENT_WAIT_END) state->decoder = before;
