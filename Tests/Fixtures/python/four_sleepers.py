@@ -1,0 +1,13 @@
+# Four threads, each sleeping its own interval ten times, printing its number, the
+# round, time.monotonic() and time.time() after each sleep (issue 30).
+import threading, time
+
+def worker(number, interval):
+    for round in range(10):
+        time.sleep(interval)
+        print(number, round, repr(time.monotonic()), repr(time.time()), flush=True)
+
+threads = [threading.Thread(target=worker, args=(number, interval))
+           for number, interval in enumerate([0.1, 0.2, 0.3, 0.25])]
+for thread in threads: thread.start()
+for thread in threads: thread.join()
