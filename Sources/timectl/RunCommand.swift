@@ -94,7 +94,7 @@ struct Run: ParsableCommand {
     var repeatArgument: String?
 
     @Option(name: .customLong("seed-from"), parsing: .unconditional,
-            help: ArgumentHelp("With --repeat: give the runs the seeds S, S+1, … and list the seeds whose exit status differs from the first's.", valueName: "s"))
+            help: ArgumentHelp("With --repeat: give the runs the seeds S, S+1, ... and list the seeds whose exit status differs from the first's.", valueName: "s"))
     var seedFromArgument: String?
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command and its arguments (the '--' in front may be left out).", valueName: "command"))

@@ -129,8 +129,8 @@ struct AutoAdvanceTests {
                                          "python3 -c \"$0\" & sleep 10; echo slept; wait", spinner)
         #expect(result.status == 0, "\(result)")
         // Had the scheduler advanced while the spinner ran, the spinner would have seen the 10 s. What it sees is
-        // only its own creep (docs/starvation.md): reading one value over and over moves a frozen session by
-        // 10 µs every thousand readings at most, so 1.5 million readings see 15 ms at most.
+        // only its own creep (docs/starvation.md): reading one value over and over moves its own clocks by
+        // 10 ns a reading at most, so 1.5 million readings see 15 ms at most.
         #expect(result.lines.count == 2 && result.lines.last == "slept", "\(result)")
         let spun = Int64(result.lines.first?.split(separator: " ").last ?? "") ?? -1
         #expect(result.lines.first?.hasPrefix("spun ") == true && spun >= 0 && spun <= 15 * Self.millisecond, "\(result)")

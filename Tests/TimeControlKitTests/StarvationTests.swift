@@ -3,16 +3,17 @@ import Testing
 @_spi(CommandLine) @testable import TimeControlKit
 
 /// SPEC §3, "No real runtime starves" (docs/starvation.md): runtimes written for a clock that always creeps
-/// forward run on a frozen or auto-advanced session. A spinner moves a frozen session by 10 µs at a time
-/// (through the segment, for every process); on a frozen session with no scheduler a relative sleep of at
-/// most 1 ms is a yield. Assertions are on virtual time; real time only guards against hangs.
+/// forward run on a frozen or auto-advanced session. A spinner moves its own clocks by 10 ns a turn (1 ms after
+/// 100,000 identical readings in a row, 100 µs after 10,000 futile waits); on a frozen session with no scheduler a relative sleep
+/// of at most 10 ms is a yield. Assertions are on virtual time; real time only guards against hangs.
 @Suite("No real runtime starves", .serialized)
 struct StarvationTests {
     static let second: Int64 = 1_000_000_000
     static let millisecond: Int64 = 1_000_000
-    /// What 10,000 identical readings in a row move a thread's clocks (TC_READS_CREEP_NS).
-    static let readsCreep: Int64 = 100_000
-    static let creep: Int64 = 10_000
+    /// What 10,000 futile waits in a row move a thread's clocks (10 ns each).
+    static let creep: Int64 = 100_000
+    /// What 100,000 identical readings in a row move them (10 ns each).
+    static let readsCreep: Int64 = 1_000_000
     static let start = Sandbox.frozenStart
 
     @Test("the JVM starts, prints the frozen time and exits on a frozen clock with no tick, three times in a row")
@@ -39,7 +40,7 @@ struct StarvationTests {
             #expect(run.isRunning, "returned before its deadline: \(run.output)")
             try session.advance(by: .seconds(3))
             #expect(run.exitStatus() == 0, "\(run.output) \(run.errorOutput)")
-            // Exactly 3 s, unless a JVM thread spun meanwhile and crept the clock (10 µs a time).
+            // Exactly 3 s, unless the sleeping JVM thread spun meanwhile and crept its clock (100 µs a time).
             let measured = Int64(run.lines.first ?? "") ?? -1
             #expect(measured >= 3 * Self.second && measured <= 3 * Self.second + Self.millisecond, "\(run.output)")
         }
@@ -55,7 +56,7 @@ struct StarvationTests {
         let result = try sandbox.timectl(["--session", "jvmhour", "run", "--auto-advance", "--report", "--",
                                           "java", "-cp", classes, "Nap", "3600000"], guardSeconds: 180)
         #expect(result.status == 0, "\(result)")
-        // Exactly an hour, unless a JVM thread spun meanwhile and crept the clock (10 µs a time).
+        // Exactly an hour, unless the sleeping JVM thread spun meanwhile and crept its clock (100 µs a time).
         let measured = Int64(result.lines.first ?? "") ?? -1
         #expect(measured >= 3600 * Self.second && measured <= 3600 * Self.second + Self.millisecond, "\(result)")
         #expect(session.monotonicNanoseconds - before >= 3600 * Self.second, "the session itself moved the hour")
@@ -111,7 +112,7 @@ struct StarvationTests {
     }
 
     /// Each wait of Tests/Fixtures/ruby/waits.rb returns at its virtual deadline, later only by the creeps
-    /// of Ruby's `now > end` checks (10 µs each).
+    /// of Ruby's `now > end` checks (100 µs each).
     @Test("Ruby's Timeout, condition variable, sleeping threads and IO.select end at their virtual deadlines under run --auto-advance")
     func rubyAutoAdvanced() throws {
         let result = try Self.autoAdvanced("ruby", "ruby/waits.rb")
@@ -181,7 +182,7 @@ struct StarvationTests {
         let fields = result.stdout.split(whereSeparator: \.isWhitespace)
         #expect(fields.first == "1000", "\(result)")
         // libuuid allows 11 ids a microsecond, then spins on the clock: some 90 creeps of the thread's own clocks,
-        // each after 10,000 identical readings.
+        // each of 1 ms after 100,000 identical readings.
         let crept = Int64(fields.last ?? "") ?? -1
         #expect(crept > 0 && crept <= 100 * Self.readsCreep && crept % Self.readsCreep == 0, "\(result)")
         // The session did not move: the creep is the thread's.

@@ -7,9 +7,9 @@
  * then re-reads it; Ruby's sleep polls with a zero timeout until now > end;
  * a busy-wait reads the clock until a deadline. On a frozen session the
  * value never moves, and they spin for ever. So a thread that reads one
- * value of one clock TC_SPIN_READS times in a row moves its own clocks
- * forward by TC_READS_CREEP_NS, and one that makes TC_SPIN_WAITS futile
- * waits in a row, each after reading it, by TC_CREEP_NS: its creep
+ * value of one clock TC_SPIN_READS times in a row, or makes TC_SPIN_WAITS
+ * futile waits in a row each after reading it, moves its own clocks
+ * forward by TC_SPIN_TURN_NS for each of those turns: its creep
  * (starvation.h). Only its own, and only by
  * counting what it did itself: what a thread reads depends on the session's
  * settings and on that thread alone, never on real time or on other threads
@@ -62,14 +62,14 @@ static void creep(int64_t ns) {
     state->futile_waits = 0;
 }
 
-__attribute__((noinline)) void tc_spin_tripped(void) { creep(TC_READS_CREEP_NS); }
+__attribute__((noinline)) void tc_spin_tripped(void) { creep((int64_t)TC_SPIN_READS * TC_SPIN_TURN_NS); }
 
 void tc_spin_note_futile_wait(void) {
     struct tc_spin_state *state = &tc_spin_state;
     if (!state->read_since_wait) return;  /* polling descriptors, not waiting on the clock */
     state->read_since_wait = 0;
     if (++state->futile_waits < TC_SPIN_WAITS) return;
-    creep(TC_CREEP_NS);
+    creep((int64_t)TC_SPIN_WAITS * TC_SPIN_TURN_NS);
 }
 
 static int has_scheduler(const struct tc_segment *segment) {
@@ -101,14 +101,14 @@ int tc_short_sleep_yield(struct tc_segment *segment, int64_t length) {
  * collection that waits releases it) is never asked again, and both spin for
  * ever. So such a wait of at most 100 µs (its first or what is left of it)
  * that times out while the monotonic clock stands still moves the process's
- * clocks TC_CREEP_NS: after ten of them the runtime asks again, however
+ * clocks TC_BACKOFF_CREEP_NS: after ten of them the runtime asks again, however
  * loaded the machine (a tenth of the real time a collection stays stopped,
  * where real time would have moved them by all of it).
  * Sysmon's nap until the next timer, the runtime's other such wait, begins
  * with every P idle: it moves nothing unless the process's other threads
  * were on a CPU for at least a quarter of its length (TC_BACKOFF_OTHERS_RAN:
  * a goroutine woken meanwhile computes without a system call, which would
- * wake sysmon), and then only TC_CREEP_NS — docs/starvation.md says so. A
+ * wake sysmon), and then only TC_BACKOFF_CREEP_NS — docs/starvation.md says so. A
  * static program's threads have no thread-local storage of the shim's:
  * this touches the process's creep only.
  */
@@ -121,7 +121,7 @@ long tc_runtime_backoff_futex(long word, long op, long expected, long timeout) {
     int64_t length = tc_timespec_ns(*(const struct timespec *)timeout);
     if (length <= TC_GO_STOP_WAIT_NS) {
         long result = tc_raw_syscall(SYS_futex, word, op, expected, timeout, 0, 0);
-        if (result == -ETIMEDOUT) creep_process(TC_CREEP_NS);
+        if (result == -ETIMEDOUT) creep_process(TC_BACKOFF_CREEP_NS);
         return result;
     }
     int64_t process = tc_real_ns(CLOCK_PROCESS_CPUTIME_ID), thread = tc_real_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -131,6 +131,6 @@ long tc_runtime_backoff_futex(long word, long op, long expected, long timeout) {
     process = tc_real_ns(CLOCK_PROCESS_CPUTIME_ID) - process;
     /* The back-off's own length, not the real time it took: on a loaded machine a 100 µs wait can take
        milliseconds, the running goroutine getting no more of them than the waiter. */
-    if ((process - thread) * TC_BACKOFF_OTHERS_RAN >= length) creep_process(TC_CREEP_NS);
+    if ((process - thread) * TC_BACKOFF_OTHERS_RAN >= length) creep_process(TC_BACKOFF_CREEP_NS);
     return result;
 }

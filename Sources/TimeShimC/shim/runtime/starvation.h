@@ -1,7 +1,7 @@
 /*
  * The starvation policy (docs/starvation.md): on a frozen session a thread
- * that spins on the clock moves its own clocks forward by TC_CREEP_NS
- * (its creep, below); with no scheduler to advance time, a relative sleep or a
+ * that spins on the clock moves its own clocks forward, TC_SPIN_TURN_NS a
+ * turn (its creep, below); with no scheduler to advance time, a relative sleep or a
  * condition wait with at most TC_YIELD_WAIT_NS to go is a yield. See
  * starvation.c.
  */
@@ -12,18 +12,21 @@
 
 #include <time.h>
 
-/* Identical readings in a row of one clock, with no wait between them, that make a thread a spinner: ten times
+/* Identical readings in a row of one clock, with no wait between them, that make a thread a spinner: fifty times
    the longest run a program that merely reads the clock often was seen to make (HotSpot's main thread, 1024 to
-   2047 while it starts). */
-#define TC_SPIN_READS 10000
-/* How far they move its clocks: 10 ns a reading, about what such a loop costs on a real clock. */
-#define TC_READS_CREEP_NS (TC_SPIN_READS * 10)
-/* Futile waits in a row (each after a reading of the same value) that make a thread a spinner. */
-#define TC_SPIN_WAITS 1000
-/* How far they move its clocks: about what a thousand turns of such a loop take in real time, and more than
-   gettimeofday's microsecond (libuuid makes 11 ids per microsecond, the 11th equal to the next microsecond's
-   first: a clock moving exactly 1 µs at a time would make it repeat ids). */
-#define TC_CREEP_NS 10000
+   2047 readings while it starts), and ten times a thread's longest wait for another process seen (Python's
+   multiprocessing pool, up to 10,000 readings of one value while its workers end). */
+#define TC_SPIN_READS 100000
+/* Futile waits in a row, each after a reading of the same value, that make a thread a spinner: far more than
+   the zero-timeout polls a thread makes while it waits for another process (the same pool's, up to 5000). */
+#define TC_SPIN_WAITS 10000
+/* How far a spin moves the spinner's clocks: 10 ns a turn, about what such a loop costs on a real clock, so
+   that a loop waiting for a deadline gets there in as many turns whatever the counts above (and more than
+   gettimeofday's microsecond: libuuid makes 11 ids per microsecond, the 11th equal to the next microsecond's
+   first, and a clock moving exactly 1 µs at a time would make it repeat ids). */
+#define TC_SPIN_TURN_NS 10
+/* How far a Go runtime back-off that times out on a standing clock moves its process's clocks (below). */
+#define TC_BACKOFF_CREEP_NS 10000
 /* A relative sleep or condition wait this short on a frozen session with no scheduler is a yield: HotSpot's
    longest such wait is the 10 ms its exit waits, in a loop, for compiler threads to stop. */
 #define TC_YIELD_WAIT_NS 10000000
@@ -119,11 +122,11 @@ int tc_short_sleep_yield(struct tc_segment *segment, int64_t length);
 
 /* How long Go's stop-the-world and forEachP wait for the other Ps at a time (notetsleep in proc.go): a runtime
    back-off of at most this long that times out on a standing monotonic clock moves the process's clocks
-   TC_CREEP_NS. */
+   TC_BACKOFF_CREEP_NS. */
 #define TC_GO_STOP_WAIT_NS 100000
 /* Any other Go runtime back-off (a relative FUTEX_WAIT of at most 10 ms from the Go executable, on real time)
    that times out with the monotonic clock standing still, while the process's other threads were on a CPU for
-   at least 1/this of its length, moves them TC_CREEP_NS: the runtime waits on the clock for a goroutine that
+   at least 1/this of its length, moves them TC_BACKOFF_CREEP_NS: the runtime waits on the clock for a goroutine that
    runs. */
 #define TC_BACKOFF_OTHERS_RAN 4
 

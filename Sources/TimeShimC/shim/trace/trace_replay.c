@@ -88,6 +88,14 @@ struct replay_thread {
     int64_t continuation[TC_VCLOCKS];    /* after a divergence: replayed value − session value, per clock */
     int64_t pending_monotonic;     /* Go: the monotonic half of the observation the thread just took, or NO_VALUE */
     int64_t last[TC_VCLOCKS];      /* the last value replayed to this thread, per clock, or NO_VALUE */
+    /* A reading answered with the clock's last value where the recording had something else: synchronisation
+       if a wait comes next (the reading its deadline was worked out from), else the divergence kept here. */
+    int tentative;
+    uint32_t tentative_call, tentative_reason;
+    int tentative_expected;
+    struct tc_event expected;
+    struct tc_event_kind tentative_asked;
+    int tentative_vclock;
     uint64_t unrecorded;           /* the waits it is in, innermost in bit 0: 1 for one the recording did not have */
     uint32_t depth;
 };
@@ -236,6 +244,7 @@ static struct replay_thread *current_thread(void) {
     for (int c = 0; c < TC_VCLOCKS; c++) state->last[c] = NO_VALUE;
     state->unrecorded = 0;
     state->depth = 0;
+    state->tentative = 0;
     if (!go_replay) find_stream(state);
     state->ready = 1;
     return state;
@@ -511,6 +520,31 @@ static int matches(const struct tc_event *event, struct tc_event_kind asked, int
            (asked.type != TC_EVENT_WAIT_BEGIN || event->detail == asked.detail);
 }
 
+/*
+ * The thread's call after a tentative reading decides what it was. A wait:
+ * the reading its deadline was worked out from (synchronisation). A reading
+ * of the same clock: still undecided. A call the recording has next: an
+ * extra reading of a clock that had not moved, between calls the recording
+ * has (harmless). Anything else: the thread's divergence, reported at the
+ * tentative reading's call.
+ */
+static void settle_tentative(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
+                             int vclock) {
+    if (!state->tentative || asked.type == TC_EVENT_WAIT_BEGIN) {
+        state->tentative = 0;
+        return;
+    }
+    struct tc_decoder ahead = state->decoder;
+    struct tc_event next;
+    state->tentative = 0;
+    if (tc_decode_event(&ahead, &next) == 1 && matches(&next, asked, vclock)) return;
+    uint32_t calls = state->calls;
+    state->calls = state->tentative_call;
+    diverge(state, segment, state->tentative_reason, state->tentative_expected ? &state->expected : NULL,
+            state->tentative_asked);
+    state->calls = calls;
+}
+
 /* Takes the next recorded event if it is the one asked for; else diverges. Returns 1 if taken. */
 static int replay_next(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
                        int vclock, struct tc_event *event) {
@@ -541,14 +575,23 @@ static int replay_next(struct replay_thread *state, struct tc_segment *segment, 
         }
     }
     state->decoder = before;
-    /* The thread's own: a reading of a clock that has not moved for it, a wait the recording does not have. */
-    if (asked.type == TC_EVENT_READ && state->last[vclock] != NO_VALUE) {
+    /* The thread's own: a wait the recording does not have (also past its end), and a reading of a
+       clock that has not moved for it when a wait follows (the reading that wait's deadline is worked out
+       from): answered with the last value, and judged at the thread's next call (settle_tentative). */
+    if (asked.type == TC_EVENT_WAIT_BEGIN) return 0;
+    if (asked.type == TC_EVENT_READ && state->last[vclock] != NO_VALUE && !state->tentative) {
+        state->tentative = 1;
+        state->tentative_call = state->calls;
+        state->tentative_reason = decoded == 1 ? TC_DIVERGED_DIFFERENT : TC_DIVERGED_PAST_END;
+        state->tentative_expected = decoded == 1;
+        if (decoded == 1) state->expected = *event;
+        state->tentative_asked = asked;
+        state->tentative_vclock = vclock;
         event->type = TC_EVENT_READ;
         event->vclock = vclock;
         event->value = state->last[vclock];
         return 1;
     }
-    if (asked.type == TC_EVENT_WAIT_BEGIN) return 0;
     diverge(state, segment, decoded == 1 ? TC_DIVERGED_DIFFERENT : TC_DIVERGED_PAST_END, decoded == 1 ? event : NULL,
             asked);
     return 0;
@@ -596,6 +639,15 @@ void tc_trace_replay_reading(int call, clockid_t clock, int vclock, struct tc_se
     if (!state) return;  /* the session's reading stands */
     state->calls++;
     if (!state->diverged) {
+        struct tc_event_kind asked = {TC_EVENT_READ, (uint32_t)call, clock};
+        /* Another reading of the clock a tentative reading read: the same answer, still undecided. */
+        if (state->tentative && vclock == state->tentative_vclock) {
+            *value = tc_timespec_from_ns(state->last[vclock]);
+            return;
+        }
+        settle_tentative(state, segment, asked, vclock);
+    }
+    if (!state->diverged) {
         struct tc_event event;
         struct tc_event_kind asked = {TC_EVENT_READ, (uint32_t)call, clock};
         if (replay_next(state, segment, asked, vclock, &event)) {
@@ -614,9 +666,10 @@ void tc_trace_replay_wall_set(int call, struct tc_segment *segment) {
     struct replay_thread *state = current_thread();
     if (!state) return;
     state->calls++;
-    if (state->diverged) return;
     struct tc_event event;
     struct tc_event_kind asked = {TC_EVENT_SET_WALL, (uint32_t)call, TC_VCLOCK_REALTIME};
+    if (!state->diverged) settle_tentative(state, segment, asked, TC_VCLOCK_REALTIME);
+    if (state->diverged) return;
     if (!replay_next(state, segment, asked, TC_VCLOCK_REALTIME, &event)) return;
     note_replayed(TC_VCLOCK_REALTIME, event.value);
 }
@@ -626,6 +679,7 @@ void tc_replay_wait_begin(int kind, int vclock) {
     struct replay_thread *state = current_thread();
     if (!state) return;
     state->calls++;
+    state->tentative = 0;  /* the reading a wait's deadline was worked out from */
     int recorded = 0;
     if (!state->diverged) {
         struct tc_event event;
