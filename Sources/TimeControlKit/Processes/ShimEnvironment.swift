@@ -90,8 +90,9 @@ public struct ShimEnvironment: Sendable, Hashable {
     /// preloaded. A shim this user may not read, or whose directory it may
     /// not enter, is named as such (permission denied, and where), never
     /// taken for a missing one. The path returned is one `LD_PRELOAD` can
-    /// carry: a shim whose path holds ':' or ' ' is reached through a link
-    /// (``ShimLink``).
+    /// carry: a shim whose path holds ':' or ' ' is reached through a
+    /// symbolic link to its directory, made in `shim-links/` of the user's
+    /// cache (else of the session directory).
     public static func locateShim(environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) -> String {
         try ShimLink.preloadablePath(for: try findShim(environment: environment), environment: environment)
     }
