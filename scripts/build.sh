@@ -26,6 +26,8 @@ case "$configuration" in
 esac
 
 cd "$(dirname "$0")/.."
+source scripts/swift-tmpdir.sh
+[ -z "$swift_private_tmpdir" ] || trap 'rm -rf "$swift_private_tmpdir"' EXIT
 
 # A fully static link draws eight warnings from glibc's libc.a: seven (getpwuid
 # twice) for symbols that glibc serves only through shared libraries loaded at

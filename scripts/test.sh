@@ -16,6 +16,8 @@
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/swift-tmpdir.sh
+trap '[ -z "$swift_private_tmpdir" ] || rm -rf "$swift_private_tmpdir"' EXIT
 scripts/install-deps.sh
 scripts/check-layers
 scripts/test-check-layers.sh
@@ -23,7 +25,7 @@ scripts/build.sh -c debug
 # The suites print thousands of lines and CI shows only the end: a failure's
 # own lines are printed again last.
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; [ -z "$swift_private_tmpdir" ] || rm -rf "$swift_private_tmpdir"' EXIT
 if ! swift test "$@" 2>&1 | tee "$log"; then
     echo "== swift test failed; what failed, again:"
     grep -E -A6 '✘|error:|Fatal error|Assertion failed' "$log" | grep -v '^--$' | tail -n 120
