@@ -121,6 +121,29 @@ struct SecureExecutionTests {
         }
     }
 
+    /// A root process that took another effective user (seteuid) starts every program in secure-execution mode.
+    @Test("a process whose effective user is not its real one: what it starts is refused, or on real time with --allow-uncontrolled",
+          .enabled(if: OtherUser.unavailable == nil, "needs root to take another effective user (CI runs as root)"))
+    func effectiveUserNotTheRealOne() throws {
+        try Build.requireShim()
+        let nobody = try OtherUser()
+        let path = try nobody.copy(try CFixture.path("print_time"))
+        var environment = nobody.environment(try Sandbox().environment)
+        environment["TIMECTL_DIR"] = try nobody.ownDirectory("sessions")
+        let timectl = { (arguments: [String]) throws -> ProcessResult in
+            try runProgram("/usr/bin/setpriv", ["--euid=\(OtherUser.uid)", "--", nobody.timectl] + arguments, environment: environment)
+        }
+        #expect(try timectl(["freeze", "@1451649600"]).status == 0)
+        let problem = "started by a process whose effective user or group is not its real one, so the kernel starts it in secure-execution mode, which drops LD_PRELOAD"
+        let refused = try timectl(["run", "--", path])
+        #expect(refused.status == 125 && refused.stdout.isEmpty, "\(refused)")
+        #expect(refused.stderr.hasPrefix("timectl: cannot control \(path): \(path) is \(problem);"), "\(refused)")
+        let allowed = try timectl(["run", "--allow-uncontrolled", "--", path])
+        #expect(allowed.status == 0 && allowed.stderr == "timectl: warning: \(path) runs on real time: \(path) is \(problem)\n", "\(allowed)")
+        let printed = try #require(Int(allowed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(allowed)")
+        #expect(abs(printed - Int(Date().timeIntervalSince1970)) < 600, "real time, not the frozen 2016: \(allowed)")
+    }
+
     /// iputils' ping carries cap_net_raw=ep (Debian installs it so): the program of the issue.
     @Test("ping, as a user other than root, is refused as the command and from a shell",
           .enabled(if: OtherUser.unavailable == nil, "needs root to act as another user (CI runs as root)"))

@@ -167,7 +167,7 @@ public struct ShimEnvironment: Sendable, Hashable {
 
     static func verifyShim(_ path: String) throws(TimeControlError) {
         let library = Program(path: path)
-        guard library.kind == TC_PROGRAM_STATIC || library.kind == TC_PROGRAM_CONTROLLABLE else {
+        guard library.elfKind == TC_PROGRAM_STATIC || library.elfKind == TC_PROGRAM_CONTROLLABLE else {
             throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library of this machine")
         }
         let extra = library.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }

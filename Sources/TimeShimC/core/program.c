@@ -299,7 +299,7 @@ static enum tc_program_kind secure_execution(int fd, const struct stat *info) {
 }
 
 void tc_program_inspect(int directory_fd, const char *path, struct tc_program *program) {
-    program->kind = TC_PROGRAM_NOT_INSPECTED;
+    program->kind = program->elf_kind = TC_PROGRAM_NOT_INSPECTED;
     program->sanitizer_runtime[0] = 0;
     program->needed_count = 0;
     program->is_dynamic_loader = 0;
@@ -326,8 +326,9 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
         enum tc_program_kind kind = TC_PROGRAM_NOT_INSPECTED;
         int script = length >= 2 && header[0] == '#' && header[1] == '!';
         if (!script && length >= 4 && header[0] == 0x7F && header[1] == 'E' && header[2] == 'L' && header[3] == 'F') {
-            kind = secure_execution((int)fd, &info);
-            if (kind == TC_PROGRAM_CONTROLLABLE) kind = inspect_elf((int)fd, header, length, program);
+            kind = program->elf_kind = inspect_elf((int)fd, header, length, program);
+            enum tc_program_kind secure = secure_execution((int)fd, &info);
+            if (secure != TC_PROGRAM_CONTROLLABLE) kind = secure;
         }
         if (owned) tc_raw_syscall(SYS_close, fd);
         if (!script) {

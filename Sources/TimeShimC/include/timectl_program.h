@@ -28,6 +28,9 @@ enum tc_program_kind {
 
 struct tc_program {
     enum tc_program_kind kind;
+    /* What the file itself is, whoever starts it: `kind` without secure execution (SETID, FILE_CAPABILITIES,
+       SECURE_EXECUTION), which only an exec by this process would bring. */
+    enum tc_program_kind elf_kind;
     /* The file the kind was decided on: the program, or the interpreter its #! line names. */
     char decided_on[256];
     /* The sanitizer runtime among its DT_NEEDED ("libasan.so.8"), else empty: it must be preloaded first. */
