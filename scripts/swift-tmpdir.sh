@@ -9,6 +9,6 @@
 swift_private_tmpdir=
 if [ -e "${TMPDIR:-/tmp}/swift-generated-sources" ] && [ ! -w "${TMPDIR:-/tmp}/swift-generated-sources" ]; then
     swift_private_tmpdir=$(mktemp -d)
-    echo "$(basename "$0"): ${TMPDIR:-/tmp}/swift-generated-sources is another user's: TMPDIR=$swift_private_tmpdir for this run" >&2
+    echo "${0##*/}: ${TMPDIR:-/tmp}/swift-generated-sources is another user's: TMPDIR=$swift_private_tmpdir for this run" >&2
     export TMPDIR=$swift_private_tmpdir
 fi

@@ -39,8 +39,9 @@ scripts/test-as-dependency.sh
 scripts/build.sh -c release
 scripts/test-install.sh
 scripts/test-package-deb.sh
-# Swift Testing: ➜ Test "NAME" skipped: "WHY"; XCTest: FILE:LINE: CLASS.test : Test skipped - WHY
+# Swift Testing: ➜ Test "NAME" skipped: "WHY" (or with no reason: "skipped."); XCTest: FILE:LINE: CLASS.test : Test skipped - WHY
 skipped=$(sed -n -e 's/^.*➜[^ ]* Test \(.*\) skipped: \(.*\)$/    \1: \2/p' \
+                 -e 's/^.*➜[^ ]* Test \(.*\) skipped\.$/    \1: (no reason given)/p' \
                  -e 's/^.*: \([A-Za-z0-9_.]*\) : Test skipped - \(.*\)$/    \1: "\2"/p' "$log")
 echo "test.sh: passed; skipped: $(printf '%s' "$skipped" | grep -c . || true) tests, each with its reason"
 [ -z "$skipped" ] || printf '%s\n' "$skipped"
