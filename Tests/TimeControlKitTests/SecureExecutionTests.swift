@@ -121,6 +121,36 @@ struct SecureExecutionTests {
         }
     }
 
+    /// Whether this process may mount a file system in a mount namespace of its own (root, with CAP_SYS_ADMIN).
+    static let mountsPrivately: Bool = geteuid() == 0
+        && (try? runProgram("/usr/bin/unshare", ["-m", "--propagation", "private", "true"], environment: [:]).status) == 0
+
+    @Test("on a file system mounted nosuid the kernel ignores file capabilities and set-ID bits: such programs run controlled",
+          .enabled(if: mountsPrivately, "needs root, and a mount namespace of its own (unshare -m), to mount a file system nosuid"))
+    func nosuidMount() throws {
+        try Build.requireShim()
+        let nobody = try OtherUser()
+        let mountPoint = try nobody.rootDirectory("nosuid")
+        try #require(chmod(mountPoint, 0o755) == 0)
+        var environment = nobody.environment(try Sandbox().environment)
+        environment["TIMECTL_DIR"] = try nobody.ownDirectory("sessions")
+        #expect(try nobody.run(nobody.timectl, ["freeze", "@1451649600"], environment: environment).status == 0)
+        // In a mount namespace of its own, gone with it: a tmpfs mounted nosuid, print_time there with cap_net_raw=ep,
+        // and setgid to root's group; nobody runs each.
+        let script = """
+            mount -t tmpfs -o nosuid,mode=0755 timectl-test "$1" || exit 90
+            cp "$2" "$1/capabilities" && setcap cap_net_raw=ep "$1/capabilities" || exit 91
+            cp "$2" "$1/setgid" && chgrp 0 "$1/setgid" && chmod 2755 "$1/setgid" || exit 92
+            for program in capabilities setgid; do
+                setpriv --reuid=\(OtherUser.uid) --regid=\(OtherUser.uid) --clear-groups -- "$3" run -- "$1/$program" || exit
+            done
+            """
+        let result = try runProgram("/usr/bin/unshare", ["-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                                         mountPoint, try CFixture.path("print_time"), nobody.timectl],
+                                    environment: environment)
+        #expect(result.status == 0 && result.lines == ["1451649600", "1451649600"], "\(result)")
+    }
+
     /// A root process that took another effective user (seteuid) starts every program in secure-execution mode.
     @Test("a process whose effective user is not its real one: what it starts is refused, or on real time with --allow-uncontrolled",
           .enabled(if: OtherUser.unavailable == nil, "needs root to take another effective user (CI runs as root)"))
