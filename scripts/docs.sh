@@ -11,6 +11,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/check-docs
 output=${1:-.build/docs}
+# docc copies its HTML template (the toolchain's share/docc/render) into each
+# archive, and tries to keep its owner: for a user other than the template's
+# owner that fails part-way, and every page then fails with "The file doesn't
+# exist". Such a user gets a copy of the template of their own (DOCC_HTML_DIR).
+template=$(dirname "$(readlink -f "$(command -v swift)")")/../share/docc/render
+if [ -z "${DOCC_HTML_DIR:-}" ] && [ -d "$template" ] && [ "$(stat -c %u "$template")" != "$(id -u)" ]; then
+    own_template=$(mktemp -d)
+    trap 'rm -rf "$own_template"' EXIT
+    cp -R "$template/." "$own_template"
+    export DOCC_HTML_DIR=$own_template
+fi
 mkdir -p "$output"
 swift package --allow-writing-to-directory "$output" generate-documentation \
     --target TimeControlKit --output-path "$output" --warnings-as-errors

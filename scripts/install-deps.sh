@@ -24,10 +24,12 @@ esac
 #   python3, default-jdk-headless, ruby, golang-go, rustc, erlang-base: real
 #   runtimes the tests run unmodified on the session's time; libglib2.0-dev and
 #   pkg-config: GLib's condition variables and queues, which wait with raw futex calls.
+#   iputils-ping (a program given capabilities by its file; the kernel's packet
+#   time stamps) and libcap2-bin (setcap, to give a test program capabilities).
 packages=(
     binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
     gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc erlang-base
-    libglib2.0-dev pkg-config
+    libglib2.0-dev pkg-config iputils-ping libcap2-bin
 )
 
 missing_of() {

@@ -11,9 +11,11 @@ cc=${CC:-gcc}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # The shim's sources are those its build compiles (shim-cc-arguments: the lines that are not flags).
-sources=($(cd "$src" && sed -e 's/#.*//' -e '/^[[:space:]]*-/d' -e '/^[[:space:]]*$/d' shim-cc-arguments | while read -r pattern; do
+# One a line, so that a checkout whose path holds a space stays whole.
+mapfile -t sources < <(cd "$src" && sed -e 's/#.*//' -e '/^[[:space:]]*-/d' -e '/^[[:space:]]*$/d' shim-cc-arguments | while read -r pattern; do
     for file in $pattern; do echo "$src/$file"; done
-done) "$root"/Tests/ShimC/*.c)
+done)
+sources+=("$root"/Tests/ShimC/*.c)
 common=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -fno-omit-frame-pointer -I "$src/include" -pthread)
 
 echo "== shim tests, no sanitizer"

@@ -35,7 +35,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case shimUnusable(path: String, problem: String)
     /// `session remove` without `--force` while processes are attached.
     case sessionInUse(name: String, pids: [Int32])
-    /// The command cannot be controlled by the shim (setuid, another architecture).
+    /// The command cannot be controlled by the shim (setuid, file capabilities, another architecture).
     case cannotControl(command: String, reason: String)
     /// The command to run was not found.
     case commandNotFound(String)

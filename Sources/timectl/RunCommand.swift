@@ -20,8 +20,9 @@ struct Run: ParsableCommand {
             is killed (SIGKILL), a guardian process kills the tree (and removes a private session). \
             Processes the command leaves running when it exits by itself are reported on stderr and \
             keep running (one already exiting, or killed, is not), or are ended with --end-leftovers. Statically linked programs (CGO_ENABLED=0 Go among them) run \
-            through timectl-static-loader, beside the shim. Setuid programs cannot be \
-            controlled with LD_PRELOAD and are refused, as the command and wherever \
+            through timectl-static-loader, beside the shim. Programs the kernel starts in \
+            secure-execution mode (setuid and setgid ones, and file-capability ones such as ping for a \
+            user other than root) cannot be controlled with LD_PRELOAD and are refused, as the command and wherever \
             the command's processes exec or posix_spawn them (the exec fails with \
             EACCES: a shell says "Permission denied"); --allow-uncontrolled (or \
             TIMECTL_ALLOW_UNCONTROLLED=1) runs them on real time with a warning. Exit status 125 means timectl \

@@ -306,7 +306,8 @@ struct UncontrolledProgramTests {
         _ = try program(.goStatic)  // the toolchain is there
         let cache = sandbox.directory + "/go-cache"
         let result = try sandbox.timectl(["run", "--at", "@1451649600", "--rate", "1", "--", "sh", "-c",
-                                          "GOCACHE=\(cache) GOPATH=\(cache)/path GO111MODULE=off GOPROXY=off CGO_ENABLED=0 go run \(Build.packageRoot)/Tests/Fixtures/go_clock.go"],
+                                          "GOCACHE=\(cache) GOPATH=\(cache)/path GO111MODULE=off GOPROXY=off CGO_ENABLED=0 go run \"$0\"",
+                                          Build.packageRoot + "/Tests/Fixtures/go_clock.go"],
                                          guardSeconds: 300)
         #expect(result.status == 0, "\(result)")
         let printed = try #require(Int(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)), "\(result)")

@@ -175,18 +175,20 @@ struct DamagedSegmentTests {
     }
 
     /// Another user created the session directory first (a fixed name in a shared /dev/shm).
-    @Test("a session directory created by another user is named, with the way out")
+    @Test("a session directory created by another user is named, with the way out",
+          .enabled(if: OtherUser.unavailable == nil, "needs root to make a directory for another user (CI runs as root)"))
     func directoryOfAnotherUser() throws {
-        guard geteuid() == 0 else { return }   // needs root to make a directory for another user; CI runs as root
-        let (directory, environment) = try Sandbox.standaloneSessionDirectory("timectl-taken")
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let nobody = try OtherUser()
+        let directory = try nobody.rootDirectory("taken")
+        var environment = try Sandbox().environment
+        environment["TIMECTL_DIR"] = directory
         // As root: the directory is another user's.
-        try #require(chown(directory, 65534, 65534) == 0)
+        try #require(chown(directory, OtherUser.uid, OtherUser.uid) == 0)
         let asRoot = try runProgram(Build.timectl, ["freeze"], environment: environment)
         // As another user: the directory is root's, and not even readable.
         try #require(chown(directory, 0, 0) == 0)
-        let asNobody = try runAsNobody(Build.timectl, ["freeze"], environment: environment)
-        for (result, owner) in [(asRoot, 65534), (asNobody, 0)] {
+        let asNobody = try nobody.run(nobody.timectl, ["freeze"], environment: environment)
+        for (result, owner) in [(asRoot, OtherUser.uid), (asNobody, 0)] {
             #expect(result.status != 0)
             #expect(result.stderr == "timectl: session directory \(directory) belongs to uid \(owner), another user; it must be a directory owned by you with mode 0700 (remove it, or set TIMECTL_DIR to a private directory of yours)\n", "\(result.stderr)")
         }

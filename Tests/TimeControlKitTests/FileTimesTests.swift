@@ -154,15 +154,24 @@ struct FileTimesTests {
 
     @Test("Python's bytecode cache of a module made before the session is not rewritten under it")
     func bytecodeCacheKept() throws {
-        let (sandbox, directory) = try Self.session()
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let directory = sandbox.directory + "/work"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "VALUE = 42\n".write(toFile: directory + "/cached_module.py", atomically: true, encoding: .utf8)
         let compile = try runProgram("/usr/bin/env", ["python3", "-c", "import cached_module"], environment: ["PYTHONPATH": directory, "PATH": "/usr/bin:/bin"])
         #expect(compile.status == 0, "\(compile)")
         let cache = directory + "/__pycache__"
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache).first, "no bytecode written")
         let before = try FileManager.default.attributesOfItem(atPath: cache + "/" + name)
+        // Then the session: more than a kernel tick later, so that the module's time is older than the session's
+        // start (a file time within a tick of it is taken as the session's first instant).
+        usleep(50_000)
+        let frozen = try sandbox.timectl(["--session", "files", "freeze", "2016-01-01T12:00:00Z"])
+        try #require(frozen.status == 0, "\(frozen)")
+        // Python writes bytecode here whatever the environment that runs the tests says (PYTHONDONTWRITEBYTECODE).
         let imported = try sandbox.timectl(["--session", "files", "run", "--", "python3", "-c", "import cached_module; print(cached_module.VALUE)"],
-                                           environment: ["PYTHONPATH": directory])
+                                           environment: ["PYTHONPATH": directory, "PYTHONDONTWRITEBYTECODE": ""])
         #expect(imported.lines == ["42"], "\(imported)")
         let after = try FileManager.default.attributesOfItem(atPath: cache + "/" + name)
         #expect(before[.modificationDate] as? Date == after[.modificationDate] as? Date)

@@ -400,7 +400,7 @@ struct RecordReplayTests {
         #expect(try String(contentsOfFile: trace, encoding: .utf8) == "precious")
 
         // The child reads the clock, then dies by SIGKILL (no exit handler runs): its readings are in the trace all the same.
-        let killed = "import os, time; print(time.time_ns()); os.kill(os.getpid(), 9)"
+        let killed = "import os, time; print(time.time_ns(), flush=True); os.kill(os.getpid(), 9)"
         let forced = try sandbox.timectl("record", "--force", "--trace", trace, "--", "sh", "-c", "python3 -c '\(killed)'; true")
         #expect(forced.status == 0, "\(forced)")
         let printed = try #require(Int64(forced.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))

@@ -49,7 +49,15 @@ struct SegmentTrustTests {
         }
     }
 
-    static let faults = Fault.allCases.filter { $0 != .otherOwner || getuid() == 0 }
+    /// The faults any user can make; another owner's segment needs root (``anotherUsersSegment()``).
+    static let faults = Fault.allCases.filter { $0 != .otherOwner }
+
+    @Test("a segment of another user's is refused by timectl and the shim as the others are", .enabled(if: geteuid() == 0, "only root can give a segment to another user"))
+    func anotherUsersSegment() throws {
+        try timectlRefuses(fault: .otherOwner)
+        try shimRefuses(fault: .otherOwner)
+        try shimFallsBackWhenAsked(fault: .otherOwner)
+    }
 
     @Test("timectl refuses it with one line and leaves it alone", arguments: faults)
     func timectlRefuses(fault: Fault) throws {

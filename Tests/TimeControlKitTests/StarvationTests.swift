@@ -294,7 +294,8 @@ enum JavaFixtures {
         let output = CFixture.directory + "/java"
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
         let sources = ["Now", "Nap", "WallNap"].map { Build.packageRoot + "/Tests/Fixtures/java/\($0).java" }
-        let result = try runProgram("/usr/bin/env", ["javac", "-d", output] + sources, environment: ProcessInfo.processInfo.environment,
+        // An explicit class path: javac's default is the working directory, whatever lies there.
+        let result = try runProgram("/usr/bin/env", ["javac", "-cp", output, "-d", output] + sources, environment: ProcessInfo.processInfo.environment,
                                     guardSeconds: 120)
         try #require(result.status == 0, "javac (a JDK, e.g. Debian's default-jdk-headless): \(result)")
         compiled = output

@@ -299,7 +299,8 @@ struct TraitWaitFamiliesTests {
 
 /// Tests that fail on purpose, run only by ``TraitFixtureRunTests`` (which starts this test program again with
 /// `TIMECTL_TRAIT_FIXTURES` set) to see what a failing test in its own process reports, and what it leaves behind.
-@Suite("Trait fixtures (fail on purpose)", .enabled(if: ProcessInfo.processInfo.environment["TIMECTL_TRAIT_FIXTURES"] != nil),
+@Suite("Trait fixtures (fail on purpose)", .enabled(if: ProcessInfo.processInfo.environment["TIMECTL_TRAIT_FIXTURES"] != nil,
+                                                   "fixtures that fail on purpose, run only by the trait's own tests"),
        .timeSession(frozenAt: TraitSessions.frozenAt, in: TraitSessions.fixtureDirectory))
 struct TraitFixtures {
     @Test(arguments: ["first", "second"])

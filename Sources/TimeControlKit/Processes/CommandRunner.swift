@@ -15,7 +15,7 @@ public struct CommandRunner: Sendable {
     public let shimEnvironment: ShimEnvironment
     /// What happens to processes the command leaves running when it exits by itself.
     public var leftovers: LeftoverProcesses
-    /// Whether programs the shim cannot control (setuid, other architectures) run on
+    /// Whether programs the shim cannot control (setuid, file capabilities, other architectures) run on
     /// real time with a warning, as the command and anywhere in its tree,
     /// instead of being refused (`TIMECTL_ALLOW_UNCONTROLLED=1` in the
     /// environment does the same).

@@ -8,6 +8,8 @@ import TimeShimC
 /// `timectl run` and for the shim), following `#!` lines to the interpreter.
 struct Program {
     let kind: tc_program_kind
+    /// What the file itself is, leaving out secure execution (which an exec by this process would bring).
+    let elfKind: tc_program_kind
     /// The file the kind was decided on: the executable or its interpreter.
     let decidedOn: String
     /// The sanitizer runtime among its DT_NEEDED (it must be preloaded before the shim).
@@ -20,6 +22,7 @@ struct Program {
         tc_program_inspect(AT_FDCWD, path, &program)
         self.path = path
         kind = program.kind
+        elfKind = program.elf_kind
         decidedOn = withUnsafeBytes(of: &program.decided_on) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let runtime = withUnsafeBytes(of: &program.sanitizer_runtime) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         sanitizerRuntime = runtime.isEmpty ? nil : runtime

@@ -18,8 +18,11 @@ public struct ShimEnvironment: Sendable, Hashable {
     let privateSegment: String?
 
     /// An environment with an explicit shim and segment.
+    ///
+    /// A `shimPath` that `LD_PRELOAD` cannot carry (it holds ':' or ' ')
+    /// is used through a link to it where one can be made (``ShimEnvironment/locateShim(environment:)``).
     public init(shimPath: String, segmentPath: String) {
-        self.shimPath = shimPath
+        self.shimPath = (try? ShimLink.preloadablePath(for: shimPath, environment: ProcessEnvironment.value)) ?? shimPath
         self.segmentPath = segmentPath
         privateSegment = nil
     }
@@ -84,25 +87,63 @@ public struct ShimEnvironment: Sendable, Hashable {
     /// user's cache (a package that depends on TimeControlKit builds it on
     /// first use). The file must be a 64-bit shared library that needs
     /// nothing but libc, so a copy linked with the Swift runtime is never
-    /// preloaded.
+    /// preloaded. A shim this user may not read, or whose directory it may
+    /// not enter, is named as such (permission denied, and where), never
+    /// taken for a missing one. The path returned is one `LD_PRELOAD` can
+    /// carry: a shim whose path holds ':' or ' ' is reached through a
+    /// symbolic link to its directory, made in `shim-links/` of the user's
+    /// cache (else of the session directory).
     public static func locateShim(environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) -> String {
+        try ShimLink.preloadablePath(for: try findShim(environment: environment), environment: environment)
+    }
+
+    private static func findShim(environment: ProcessEnvironment.Lookup) throws(TimeControlError) -> String {
         if let explicit = environment("TIMECTL_SHIM"), !explicit.isEmpty {
-            guard access(explicit, R_OK) == 0 else {
-                throw .shimUnusable(path: explicit, problem: "TIMECTL_SHIM names a file that does not exist or cannot be read")
-            }
             let absolute = explicit.hasPrefix("/") ? explicit : FilePaths.currentDirectory() + "/" + explicit
+            guard access(absolute, R_OK) == 0 else {
+                let problem = errno == EACCES ? permissionProblem(absolute) : "TIMECTL_SHIM names a file that does not exist"
+                throw .shimUnusable(path: explicit, problem: problem)
+            }
             try verifyShim(absolute)
             return absolute
         }
         let directory = FilePaths.executableDirectory()
         let prefix = FilePaths.parent(of: directory)
         let candidates = [directory + "/libTimeShim.so", prefix + "/lib/libTimeShim.so", prefix + "/lib/timectl/libTimeShim.so"]
-        for candidate in candidates where access(candidate, R_OK) == 0 {
+        var denied: String?
+        for candidate in candidates {
+            guard access(candidate, R_OK) == 0 else {
+                if errno == EACCES && denied == nil { denied = candidate }
+                continue
+            }
             try verifyShim(candidate)
             return candidate
         }
+        // Where this user cannot look, the shim may well be there: that is what to say, not "build it".
+        if let denied { throw .shimUnusable(path: denied, problem: permissionProblem(denied)) }
         if let built = try ShimBuild.shim(environment: environment) { return built }
         throw .shimNotFound(searched: candidates + ["$TIMECTL_SHIM"])
+    }
+
+    /// Why this user cannot read `path`, which `access` refused with EACCES:
+    /// the first directory on the way that it may not enter, else the file.
+    static func permissionProblem(_ path: String) -> String {
+        func owner(_ path: String) -> String {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return "" }
+            let mode = String(info.st_mode & 0o7777, radix: 8)
+            return " (owner uid \(info.st_uid), mode \(String(repeating: "0", count: max(0, 4 - mode.count)) + mode))"
+        }
+        let user = "uid \(getuid())"
+        let remedy = "; let this user in, or set TIMECTL_SHIM to a copy it can read"
+        var directory = ""
+        for component in path.split(separator: "/").dropLast() {
+            directory += "/" + component
+            if access(directory, X_OK) != 0 && errno == EACCES {
+                return "permission denied: \(user) cannot enter the directory \(directory)\(owner(directory))\(remedy)"
+            }
+        }
+        return "permission denied: \(user) cannot read it\(owner(path))\(remedy)"
     }
 
     /// The loader that runs statically linked programs attached (`timectl-static-loader`):
@@ -125,11 +166,8 @@ public struct ShimEnvironment: Sendable, Hashable {
     }
 
     static func verifyShim(_ path: String) throws(TimeControlError) {
-        if path.contains(":") || path.contains(" ") {
-            throw .shimUnusable(path: path, problem: "LD_PRELOAD cannot name a path that contains ':' or ' '")
-        }
         let library = Program(path: path)
-        guard library.kind == TC_PROGRAM_STATIC || library.kind == TC_PROGRAM_CONTROLLABLE else {
+        guard library.elfKind == TC_PROGRAM_STATIC || library.elfKind == TC_PROGRAM_CONTROLLABLE else {
             throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library of this machine")
         }
         let extra = library.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }

@@ -375,7 +375,7 @@ public final class TimeSession: Sendable {
     ///     environment (the attachment variables always win).
     ///   - workingDirectory: where it starts; this process's by default.
     /// - Throws: ``TimeControlError/cannotControl(command:reason:)`` for a
-    ///   program the shim cannot control (setuid, another architecture), and
+    ///   program the shim cannot control (setuid, file capabilities, another architecture), and
     ///   ``TimeControlError/commandNotFound(_:)`` when there is no such program.
     public func spawn(_ executable: String, _ arguments: [String] = [], environment: [String: String] = [:],
                       workingDirectory: String? = nil) throws(TimeControlError) -> ControlledProcess {

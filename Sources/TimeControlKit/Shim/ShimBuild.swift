@@ -157,15 +157,8 @@ enum ShimBuild {
     /// FNV-1a over every file of the shim's sources (names and contents) and the
     /// compiler's identity. Not a defence against anyone: the cache is the user's own.
     static func cacheKey(source: String, compiler: Compiler) throws(TimeControlError) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        func mix<Bytes: Sequence<UInt8>>(_ bytes: Bytes) {
-            for byte in bytes {
-                hash ^= UInt64(byte)
-                hash = hash &* 0x0000_0100_0000_01b3
-            }
-            hash ^= 0xff
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
+        var hash = FNV1a()
+        func mix<Bytes: Sequence<UInt8>>(_ bytes: Bytes) { hash.mix(bytes) }
         let files = filesBelow(source).filter {
             $0.hasSuffix(".c") || $0.hasSuffix(".h") || $0 == argumentsFileName || $0 == loaderArgumentsFileName
         }.sorted()
@@ -184,8 +177,7 @@ enum ShimBuild {
         var machine = utsname()
         uname(&machine)
         mix(withUnsafeBytes(of: machine.machine) { Array($0.prefix { $0 != 0 }) })
-        let hex = String(hash, radix: 16)
-        return String(repeating: "0", count: 16 - hex.count) + hex
+        return hash.hex
     }
 
     /// Paths of the regular files under `directory`, relative to it.

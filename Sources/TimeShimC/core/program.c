@@ -10,8 +10,12 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 
 #if defined(__x86_64__)
 #define NATIVE_MACHINE EM_X86_64
@@ -53,6 +57,12 @@ const char *tc_program_problem(enum tc_program_kind kind) {
         return "a Go program linked dynamically without cgo (-buildmode=pie or -linkmode=external), whose threads the shim "
                "cannot enter; build it with CGO_ENABLED=0 (run through the loader) or with cgo";
     case TC_PROGRAM_SETID: return "setuid/setgid to another user or group, and the kernel drops LD_PRELOAD for it";
+    case TC_PROGRAM_FILE_CAPABILITIES:
+        return "given capabilities by its file (getcap lists them), so the kernel starts it for a user other than root in "
+               "secure-execution mode, which drops LD_PRELOAD";
+    case TC_PROGRAM_SECURE_EXECUTION:
+        return "started by a process whose effective user or group is not its real one, so the kernel starts it in "
+               "secure-execution mode, which drops LD_PRELOAD";
     case TC_PROGRAM_FOREIGN: return "not a 64-bit program of this machine's kind, so the shim cannot load into it";
     default: return 0;
     }
@@ -229,8 +239,67 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
     return TC_PROGRAM_CONTROLLABLE;
 }
 
+/* Whether the file open at `fd` is on a file system mounted nosuid, where the kernel ignores set-ID bits and file
+   capabilities. */
+static int on_nosuid_mount(int fd) {
+    struct statfs mount;
+    return tc_raw_syscall(SYS_fstatfs, fd, &mount) == 0 && (mount.f_flags & ST_NOSUID);
+}
+
+/* Whether the file's capabilities (security.capability) make the kernel start it in secure-execution mode for a
+   process whose real user is not root: the effective flag, or a capability its permitted set would gain. */
+static int capabilities_secure(int fd) {
+    struct vfs_ns_cap_data data;
+    long length = tc_raw_syscall(SYS_fgetxattr, fd, "security.capability", &data, sizeof data);
+    if (length < (long)XATTR_CAPS_SZ_1) return 0;
+    uint32_t magic = data.magic_etc, revision = magic & VFS_CAP_REVISION_MASK;
+    /* The kernel shows a user namespace its own root's capabilities as revision 2 (or 3 with root id 0);
+       those of another namespace's root do not apply here. */
+    if (revision == VFS_CAP_REVISION_3 && (length < (long)XATTR_CAPS_SZ_3 || data.rootid != 0)) return 0;
+    if (revision != VFS_CAP_REVISION_1 && revision != VFS_CAP_REVISION_2 && revision != VFS_CAP_REVISION_3) return 0;
+    if (magic & VFS_CAP_FLAGS_EFFECTIVE) return 1;
+    int words = revision == VFS_CAP_REVISION_1 ? 1 : 2;
+    struct __user_cap_header_struct header = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct own[2] = {{0, 0, 0}, {0, 0, 0}};
+    tc_raw_syscall(SYS_capget, &header, own);
+    /* The new permitted set: the file's permitted ones within the bounding set, and its inheritable ones within ours. */
+    for (int word = 0; word < words; word++) {
+        if (data.data[word].inheritable & own[word].inheritable) return 1;
+        for (int bit = 0; bit < 32; bit++)
+            if ((data.data[word].permitted >> bit & 1) && tc_raw_syscall(SYS_prctl, PR_CAPBSET_READ, word * 32 + bit) == 1)
+                return 1;
+    }
+    return 0;
+}
+
+/*
+ * Whether the kernel would start the ELF file open at `fd` in secure-execution
+ * mode (AT_SECURE) for this process, in which the dynamic loader ignores
+ * LD_PRELOAD; the kind that says why, else TC_PROGRAM_CONTROLLABLE. The
+ * kernel's rule (cap_bprm_creds_from_file, security/commoncap.c): the new
+ * effective user or group differs from the old effective one or from the
+ * real one (set-user-ID; set-group-ID, which counts only with group execute;
+ * neither counts on a nosuid mount or under no_new_privs), or, for a real
+ * user other than root, the file's capabilities. A security module
+ * (SELinux, AppArmor) changing domain at exec may ask for it as well: that
+ * is not seen here.
+ */
+static enum tc_program_kind secure_execution(int fd, const struct stat *info) {
+    uid_t real_uid, effective_uid, saved_uid;
+    gid_t real_gid, effective_gid, saved_gid;
+    tc_raw_syscall(SYS_getresuid, &real_uid, &effective_uid, &saved_uid);
+    tc_raw_syscall(SYS_getresgid, &real_gid, &effective_gid, &saved_gid);
+    if (effective_uid != real_uid || effective_gid != real_gid) return TC_PROGRAM_SECURE_EXECUTION;
+    int setuid = (info->st_mode & S_ISUID) != 0, setgid = (info->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP);
+    if (((setuid && info->st_uid != effective_uid) || (setgid && info->st_gid != effective_gid)) && !on_nosuid_mount(fd) &&
+        tc_raw_syscall(SYS_prctl, PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
+        return TC_PROGRAM_SETID;
+    if (real_uid != 0 && capabilities_secure(fd) && !on_nosuid_mount(fd)) return TC_PROGRAM_FILE_CAPABILITIES;
+    return TC_PROGRAM_CONTROLLABLE;
+}
+
 void tc_program_inspect(int directory_fd, const char *path, struct tc_program *program) {
-    program->kind = TC_PROGRAM_NOT_INSPECTED;
+    program->kind = program->elf_kind = TC_PROGRAM_NOT_INSPECTED;
     program->sanitizer_runtime[0] = 0;
     program->needed_count = 0;
     program->is_dynamic_loader = 0;
@@ -257,11 +326,9 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
         enum tc_program_kind kind = TC_PROGRAM_NOT_INSPECTED;
         int script = length >= 2 && header[0] == '#' && header[1] == '!';
         if (!script && length >= 4 && header[0] == 0x7F && header[1] == 'E' && header[2] == 'L' && header[3] == 'F') {
-            if (((info.st_mode & S_ISUID) && info.st_uid != (uid_t)tc_raw_syscall(SYS_geteuid, 0)) ||
-                ((info.st_mode & S_ISGID) && info.st_gid != (gid_t)tc_raw_syscall(SYS_getegid, 0)))
-                kind = TC_PROGRAM_SETID;
-            else
-                kind = inspect_elf((int)fd, header, length, program);
+            kind = program->elf_kind = inspect_elf((int)fd, header, length, program);
+            enum tc_program_kind secure = secure_execution((int)fd, &info);
+            if (secure != TC_PROGRAM_CONTROLLABLE) kind = secure;
         }
         if (owned) tc_raw_syscall(SYS_close, fd);
         if (!script) {

@@ -18,14 +18,19 @@ enum tc_program_kind {
     TC_PROGRAM_STATIC,            /* no dynamic loader: LD_PRELOAD cannot reach it */
     TC_PROGRAM_GO,                /* carries Go's build id: the runtime reads clocks and waits without libc */
     TC_PROGRAM_GO_WITHOUT_CGO,    /* dynamically linked Go without cgo's runtime: its threads' TLS is Go's own */
-    TC_PROGRAM_SETID,             /* setuid/setgid to another user or group: the kernel drops LD_PRELOAD */
+    TC_PROGRAM_SETID,             /* setuid/setgid to another user or group: secure execution drops LD_PRELOAD */
     TC_PROGRAM_FOREIGN,           /* 32-bit, big-endian or another machine: the shim cannot load */
+    TC_PROGRAM_FILE_CAPABILITIES, /* file capabilities, for a user other than root: secure execution drops LD_PRELOAD */
+    TC_PROGRAM_SECURE_EXECUTION,  /* started with effective ids unlike the real ones: secure execution, likewise */
 };
 
 #define TC_PROGRAM_MAX_NEEDED 16
 
 struct tc_program {
     enum tc_program_kind kind;
+    /* What the file itself is, whoever starts it: `kind` without secure execution (SETID, FILE_CAPABILITIES,
+       SECURE_EXECUTION), which only an exec by this process would bring. */
+    enum tc_program_kind elf_kind;
     /* The file the kind was decided on: the program, or the interpreter its #! line names. */
     char decided_on[256];
     /* The sanitizer runtime among its DT_NEEDED ("libasan.so.8"), else empty: it must be preloaded first. */

@@ -11,6 +11,8 @@ final class BackgroundProgram: @unchecked Sendable {
     private var buffer = ""
     private var errorBuffer = ""
     private let finished = DispatchSemaphore(value: 0)
+    /// Signalled once for each of standard output and error when it reaches its end.
+    private let drained = DispatchSemaphore(value: 0)
 
     /// `timectl --session SESSION run -- COMMAND…`.
     convenience init(_ sandbox: Sandbox, session: String, _ command: [String]) throws {
@@ -31,14 +33,24 @@ final class BackgroundProgram: @unchecked Sendable {
         process.standardOutput = pipe
         process.standardError = errorPipe
         process.standardInput = FileHandle.nullDevice
-        pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        pipe.fileHandleForReading.readabilityHandler = { [weak self, drained] handle in
             let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                drained.signal()
+                return
+            }
+            guard let self else { return }
             self.lock.withLock { self.buffer += String(decoding: data, as: UTF8.self) }
         }
-        errorPipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+        errorPipe.fileHandleForReading.readabilityHandler = { [weak self, drained] handle in
             let data = handle.availableData
-            guard let self, !data.isEmpty else { return }
+            guard !data.isEmpty else {
+                handle.readabilityHandler = nil
+                drained.signal()
+                return
+            }
+            guard let self else { return }
             self.lock.withLock { self.errorBuffer += String(decoding: data, as: UTF8.self) }
         }
         process.terminationHandler = { [finished] _ in finished.signal() }
@@ -84,7 +96,12 @@ final class BackgroundProgram: @unchecked Sendable {
             return nil
         }
         finished.signal()
-        usleep(20_000)  // let the last output arrive
+        // The last output arrives after the exit, read on another thread: wait until both pipes are at their end
+        // (a fixed 20 ms was too short on a loaded machine, and the output came back empty). A process left behind
+        // that holds them open (a daemonised grandchild) keeps them from ending: the wait is bounded for that.
+        let deadline = DispatchTime.now() + 2
+        let ended = (0..<2).filter { _ in drained.wait(timeout: deadline) == .success }.count
+        for _ in 0..<ended { drained.signal() }  // for a later call
         return process.terminationStatus
     }
 

@@ -6,7 +6,10 @@ import Testing
 enum Build {
     static let binDirectory = FilePaths.executableDirectory()
     static let timectl = binDirectory + "/timectl"
-    static let shim = binDirectory + "/libTimeShim.so"
+    /// The shim as the build made it, beside timectl.
+    static let builtShim = binDirectory + "/libTimeShim.so"
+    /// The path to preload it by, as timectl does: the built one, or a link to it where that path holds ':' or ' '.
+    static let shim = (try? ShimLink.preloadablePath(for: builtShim, environment: ProcessEnvironment.value)) ?? builtShim
     static let swiftProbe = binDirectory + "/timectl-swift-probe"
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path

@@ -41,4 +41,7 @@ void tc_real_resolve(void) {
     RESOLVE(pthread_create);
     RESOLVE(pthread_sigmask);
     RESOLVE(sigprocmask);
+    RESOLVE(recvmsg);
+    RESOLVE(recvmmsg);
+    RESOLVE(ioctl);
 }

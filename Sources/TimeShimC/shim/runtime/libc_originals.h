@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -53,6 +54,9 @@ struct tc_real_functions {
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*sigprocmask)(int, const sigset_t *, sigset_t *);
+    ssize_t (*recvmsg)(int, struct msghdr *, int);
+    int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+    int (*ioctl)(int, unsigned long, ...);
 };
 
 extern struct tc_real_functions tc_real;
