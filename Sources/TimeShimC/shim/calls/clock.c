@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "clock.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
 #include "../trace/trace_mode.h"
@@ -32,10 +33,11 @@ static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
     return (int)tc_shim_errno_result(tc_real_clock_gettime(clock, ts));
 }
 
-/* Reads not on the plain attached path: initialisation, recording, replay, real time. */
+/* Reads not on the plain attached path: initialisation, recording, replay, libfaketime's per-call settings, real time. */
 __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
+    if (tc_faketime_active()) return tc_faketime_read(vclock, value);
     tc_segment_read_into(segment, vclock, value);
     if (tc_trace_mode == TC_TRACE_RECORDING) {
         tc_spin_note_reading(segment, vclock, value);
@@ -264,6 +266,7 @@ time_t tc_vdso_entry_time(time_t *out) { return shim_time(out); }
  */
 __attribute__((noinline)) static int traced_time_without_tls(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = __atomic_load_n(&tc_shim_attached_segment, __ATOMIC_ACQUIRE);
+    if (segment && tc_faketime_active()) return tc_faketime_read(vclock, value);
     if (!segment || tc_trace_mode == TC_TRACE_OFF) return 0;
     tc_segment_read_into(segment, vclock, value);
     if (tc_trace_mode == TC_TRACE_RECORDING) tc_trace_record_reading(call, clock, vclock, value);

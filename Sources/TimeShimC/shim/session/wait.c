@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "wait.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
 #include "../runtime/threads.h"
@@ -79,6 +80,7 @@ void tc_wait_end(struct tc_wait *wait) {
 }
 
 int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_t absolute) {
+    if (tc_faketime_active()) return tc_faketime_wait_deadline(segment, vclock, absolute);
     return tc_trace_mode == TC_TRACE_REPLAYING ? tc_trace_session_deadline(segment, vclock, absolute) : absolute;
 }
 
