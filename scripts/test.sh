@@ -7,9 +7,11 @@
 # under ASan/UBSan and TSan, each fuzz target for 10 s (scripts/fuzz.sh;
 # TIMECTL_FUZZ_SECONDS to change), builds the documentation (warnings fail),
 # runs a throw-away package that depends on this one under plain `swift
-# test`, then builds the release build and checks timectl installed into a
-# temporary prefix (man page, completions, a command run attached) and the
-# Debian package (contents, lintian, an unpacked copy run attached).
+# test`, then builds the release build, runs libfaketime's own test suite
+# against its shim (scripts/test-libfaketime-suite.sh), and checks timectl
+# installed into a temporary prefix (man page, completions, a command run
+# attached) and the Debian package (contents, lintian, an unpacked copy run
+# attached).
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +33,6 @@ scripts/fuzz.sh "${TIMECTL_FUZZ_SECONDS:-10}"
 scripts/docs.sh >/dev/null
 scripts/test-as-dependency.sh
 scripts/build.sh -c release
+scripts/test-libfaketime-suite.sh .build/release/libTimeShim.so
 scripts/test-install.sh
 scripts/test-package-deb.sh
