@@ -5,7 +5,8 @@ import SystemPackage
 import TimeShimC
 
 /// The environment that attaches a process to a session: `libTimeShim.so`
-/// first in `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
+/// first in `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment
+/// (or, for `timectl faketime`, libfaketime's variables instead of a session).
 public struct ShimEnvironment: Sendable, Hashable {
     /// Absolute path of the preload shim.
     public let shimPath: String
@@ -17,11 +18,16 @@ public struct ShimEnvironment: Sendable, Hashable {
     /// removes the segment, as ending the session would have (nil for a named session).
     let privateSegment: String?
 
+    /// libfaketime's variables (`NAME=VALUE`) that put the process tree on a clock of
+    /// their own instead of a session (`timectl faketime`); nil for a session's environment.
+    let faketimeEntries: [String]?
+
     /// An environment with an explicit shim and segment.
     public init(shimPath: String, segmentPath: String) {
         self.shimPath = shimPath
         self.segmentPath = segmentPath
         privateSegment = nil
+        faketimeEntries = nil
     }
 
     /// Attaches to `session` with the shim found by ``locateShim(environment:)``.
@@ -30,6 +36,19 @@ public struct ShimEnvironment: Sendable, Hashable {
         segmentPath = session.segmentPath
         let path = session.segmentPath
         privateSegment = !session.isTemporary ? nil : path.hasPrefix("/") ? path : FilePaths.currentDirectory() + "/" + path
+        faketimeEntries = nil
+    }
+
+    /// Puts a command on libfaketime's `entries` (`FAKETIME=…` and the like), with no session: the
+    /// shim found by ``locateShim(environment:)`` honours them (SPEC §13). `treeSegment` is the
+    /// file of the clock the command's processes will share; the run's guardian removes it if the
+    /// process running the command is killed.
+    public init(faketime entries: [String], treeSegment: String,
+                environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
+        shimPath = try Self.locateShim(environment: environment)
+        segmentPath = treeSegment
+        privateSegment = treeSegment
+        faketimeEntries = entries + [TC_FAKETIME_SEGMENT_VARIABLE + "=" + treeSegment]
     }
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
@@ -51,6 +70,12 @@ public struct ShimEnvironment: Sendable, Hashable {
             preload += ":"
             preload.append(contentsOf: other)
         }
+        if let faketimeEntries {
+            return [("LD_PRELOAD", preload)] + faketimeEntries.map { entry in
+                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            }
+        }
         return [
             ("LD_PRELOAD", preload),
             ("TIMECTL_SEGMENT", segmentPath),
@@ -68,8 +93,10 @@ public struct ShimEnvironment: Sendable, Hashable {
                                    sanitizerRuntime: String? = nil) -> [String] {
         let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
         let overrides = variables(inheritedPreload: inheritedPreload, sanitizerRuntime: sanitizerRuntime)
+        // A session would win over libfaketime's variables: none is inherited by a faketime run.
+        let dropsSession = faketimeEntries != nil
         var result = entries.filter { entry in
-            !overrides.contains { entry.hasPrefix($0.name + "=") }
+            !overrides.contains { entry.hasPrefix($0.name + "=") } && !(dropsSession && entry.hasPrefix("TIMECTL_SEGMENT="))
         }
         result += overrides.map { "\($0.name)=\($0.value)" }
         return result

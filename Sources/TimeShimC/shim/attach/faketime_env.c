@@ -36,12 +36,8 @@
 
 #define PATH_CAPACITY 4096
 #define SHARED_SUFFIX ".faketime"
-/* A shared segment no live process is registered in, and older than this, was left by a tree that was killed. */
-#define STALE_AFTER_NS (60 * TC_NS_PER_SECOND)
 
 static char shared_path[PATH_CAPACITY];
-static uint64_t shared_device, shared_inode;
-static int clock_slot = -1;
 static char home_faketimerc[PATH_CAPACITY];
 static char text_read[256];
 
@@ -230,22 +226,9 @@ static struct tc_segment *private_segment(void) {
     return mapping.segment;
 }
 
-/* Whether a process other than `self` is registered in `segment` and still runs. */
-static int others_alive(struct tc_segment *segment, int32_t self) {
-    static struct tc_proc_slot slots[1024];
-    uint32_t count = tc_proc_collect(segment, slots, sizeof slots / sizeof slots[0]);
-    for (uint32_t i = 0; i < count; i++) {
-        if (slots[i].pid == self) continue;
-        long alive = tc_raw_syscall(SYS_kill, slots[i].pid, 0);
-        if (alive == 0 || alive == -EPERM) return 1;
-    }
-    return 0;
-}
-
-/* Removes the shared segments of trees that were killed (no live process, and older than a minute). */
+/* Removes the shared segments of trees whose last process was killed, or left by _exit's system call itself. */
 static void remove_stale(long directory_fd) {
     char buffer[4096];
-    int64_t now = tc_real_ns(CLOCK_REALTIME);
     for (;;) {
         long length = tc_raw_syscall(SYS_getdents64, directory_fd, buffer, sizeof buffer);
         if (length <= 0) break;
@@ -258,20 +241,19 @@ static void remove_stale(long directory_fd) {
                 continue;
             struct tc_mapping mapping;
             if (tc_segment_open((int)directory_fd, entry->d_name, &mapping, NULL) != TC_OK) continue;
-            if (now - mapping.segment->header.created_realtime > STALE_AFTER_NS && !others_alive(mapping.segment, 0))
-                tc_raw_syscall(SYS_unlinkat, directory_fd, entry->d_name, 0);
+            /* Every process registers before the file has its name (shared_segment), or just after it opens it. */
+            if (!tc_faketime_others_alive(mapping.segment, 0)) tc_raw_syscall(SYS_unlinkat, directory_fd, entry->d_name, 0);
             tc_segment_unmap(&mapping);
         }
     }
 }
 
-/* Remembers which file the shared segment is, so that only that one is ever removed. */
-static void note_shared(long directory_fd, const char *name) {
+/* Joins the tree: registered in its segment, which the last process to leave removes (only that file). */
+static void note_shared(long directory_fd, const char *name, struct tc_segment *segment) {
     struct stat info;
-    if (tc_raw_syscall(SYS_newfstatat, directory_fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0) {
-        shared_device = info.st_dev;
-        shared_inode = info.st_ino;
-    }
+    if (tc_raw_syscall(SYS_newfstatat, directory_fd, name, &info, AT_SYMLINK_NOFOLLOW) != 0) info.st_ino = 0;
+    tc_faketime.clock = segment;
+    tc_faketime_join_tree(shared_path, info.st_dev, info.st_ino);
 }
 
 /*
@@ -286,7 +268,7 @@ static struct tc_segment *shared_segment(long directory_fd, const char *director
     for (int attempt = 0; attempt < 3; attempt++) {
         int result = tc_segment_open((int)directory_fd, name, &mapping, &failure);
         if (result == TC_OK) {
-            note_shared(directory_fd, name);
+            note_shared(directory_fd, name, mapping.segment);
             return mapping.segment;
         }
         if (result != TC_E_MISSING) refuse_segment(shared_path, &failure);
@@ -300,12 +282,12 @@ static struct tc_segment *shared_segment(long directory_fd, const char *director
             tc_raw_syscall(SYS_unlinkat, directory_fd, temporary.text, 0);
             refuse("the clock libfaketime's settings ask for is out of range: ", tc_result_phrase(result), NULL);
         }
+        /* Registered before the name exists: a tree starting meanwhile never finds it unused and removes it. */
+        note_shared(directory_fd, temporary.text, mapping.segment);
         long linked = tc_raw_syscall(SYS_linkat, directory_fd, temporary.text, directory_fd, name, 0);
         tc_raw_syscall(SYS_unlinkat, directory_fd, temporary.text, 0);
-        if (linked == 0) {
-            note_shared(directory_fd, name);
-            return mapping.segment;
-        }
+        if (linked == 0) return mapping.segment;
+        tc_faketime_leave_tree();
         tc_faketime.clock = NULL;
         tc_segment_unmap(&mapping);
         if (linked != -EEXIST) refuse("cannot link the clock segment ", shared_path, NULL);
@@ -373,33 +355,11 @@ static void export_tree_segment(void) {
     __atomic_store_n(&environ, entries, __ATOMIC_RELEASE);
 }
 
-/* ---- the tree's lifetime ---- */
+/* ---- fork ---- */
 
-static void register_in_clock(void) {
-    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    clock_slot = tc_proc_register(tc_faketime.clock, pid, boottime_now());
-}
-
-static void after_fork_in_child(void) {
-    tc_faketime_after_fork_in_child();
-    if (clock_slot >= 0) register_in_clock();
-}
+static void after_fork_in_child(void) { tc_faketime_after_fork_in_child(); }
 
 static void install_fork_handler(void) { pthread_atfork(NULL, NULL, after_fork_in_child); }
-
-/* The last process of the tree to exit removes its segment (the same file only, never one made since). */
-__attribute__((destructor)) static void leave_tree(void) {
-    struct tc_segment *clock = tc_faketime.clock;
-    if (!shared_path[0] || !clock) return;
-    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    if (clock_slot >= 0) tc_proc_unregister(clock, clock_slot, pid);
-    clock_slot = -1;
-    if (others_alive(clock, pid)) return;
-    struct stat info;
-    if (tc_raw_syscall(SYS_newfstatat, AT_FDCWD, shared_path, &info, AT_SYMLINK_NOFOLLOW) == 0 &&
-        info.st_dev == shared_device && info.st_ino == shared_inode)
-        tc_raw_syscall(SYS_unlinkat, AT_FDCWD, shared_path, 0);
-}
 
 /* ---- attaching ---- */
 
@@ -432,8 +392,6 @@ int tc_faketime_attach(struct tc_segment **waits, struct tc_segment **reads) {
     int stands_still = p->spec.kind == TC_FAKETIME_FROZEN || p->spec.kind == TC_FAKETIME_MODIFIERS ||
                        (p->spec.has_increment && p->per_call);
     int separate_waits = p->per_call || stands_still;
-    /* The tree's segment outlives this process while it is registered there; as the waits' segment it is by attach.c. */
-    if (!restarts && (separate_waits || skipped)) register_in_clock();
     static pthread_once_t fork_handler = PTHREAD_ONCE_INIT;
     pthread_once(&fork_handler, install_fork_handler);
     if (skipped) return TC_FAKETIME_SKIPPED;

@@ -258,4 +258,54 @@ int64_t tc_faketime_file_time_back(int64_t virtual_time) {
     return real < TC_INSTANT_MIN ? TC_INSTANT_MIN : real > TC_INSTANT_MAX ? TC_INSTANT_MAX : (int64_t)real;
 }
 
-void tc_faketime_after_fork_in_child(void) { __atomic_store_n(&rereading, 0, __ATOMIC_RELAXED); }
+/* ---- the tree's segment file: removed by the last of its processes to leave ---- */
+
+static const char *tree_path;
+static uint64_t tree_device, tree_inode;
+static int tree_slot = -1;
+/* Who registered: a vfork child shares these variables and must leave them alone. */
+static int32_t tree_pid;
+
+static void register_in_tree(void) {
+    tree_pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    tree_slot = tc_proc_register(tc_faketime.clock, tree_pid, tc_real_ns(CLOCK_BOOTTIME));
+}
+
+void tc_faketime_join_tree(const char *path, uint64_t device, uint64_t inode) {
+    tree_path = path;
+    tree_device = device;
+    tree_inode = inode;
+    register_in_tree();
+}
+
+int tc_faketime_others_alive(const struct tc_segment *segment, int32_t self) {
+    static struct tc_proc_slot slots[1024];
+    uint32_t count = tc_proc_collect(segment, slots, sizeof slots / sizeof slots[0]);
+    for (uint32_t i = 0; i < count; i++) {
+        if (slots[i].pid == self) continue;
+        long alive = tc_raw_syscall(SYS_kill, slots[i].pid, 0);
+        if (alive == 0 || alive == -EPERM) return 1;
+    }
+    return 0;
+}
+
+void tc_faketime_leave_tree(void) {
+    struct tc_segment *clock = tc_faketime.clock;
+    int32_t pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
+    if (!tree_path || !clock || pid != tree_pid) return;
+    int slot = __atomic_exchange_n(&tree_slot, -1, __ATOMIC_ACQ_REL);
+    if (slot < 0) return;
+    tc_proc_unregister(clock, slot, pid);
+    if (tc_faketime_others_alive(clock, pid)) return;
+    struct stat info;
+    if (tc_raw_syscall(SYS_newfstatat, AT_FDCWD, tree_path, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_dev == tree_device &&
+        info.st_ino == tree_inode)
+        tc_raw_syscall(SYS_unlinkat, AT_FDCWD, tree_path, 0);
+}
+
+__attribute__((destructor)) static void leave_tree_at_exit(void) { tc_faketime_leave_tree(); }
+
+void tc_faketime_after_fork_in_child(void) {
+    __atomic_store_n(&rereading, 0, __ATOMIC_RELAXED);
+    if (tree_slot >= 0) register_in_tree();
+}

@@ -89,7 +89,19 @@ int64_t tc_faketime_wait_deadline(struct tc_segment *waits, int vclock, int64_t 
 int64_t tc_faketime_file_time(int64_t real);
 int64_t tc_faketime_file_time_back(int64_t virtual_time);
 
-/* After fork, in the child: the re-read's guard may have been held by a thread the child does not have. */
+/*
+ * The file of a segment the process tree shares (attach/faketime_env.c):
+ * every process registers in it as it joins (a fork child too), and the
+ * last to leave — at exit, or at _exit, which dash and others call instead
+ * of exit — removes it, if `path` still names that file.
+ */
+void tc_faketime_join_tree(const char *path, uint64_t device, uint64_t inode);
+void tc_faketime_leave_tree(void);
+/* Whether a process other than `self` is registered in `segment` and still runs. */
+int tc_faketime_others_alive(const struct tc_segment *segment, int32_t self);
+
+/* After fork, in the child: registered in the tree's segment too; the re-read's guard may have been held by a
+   thread the child does not have. */
 void tc_faketime_after_fork_in_child(void);
 
 #endif
