@@ -130,6 +130,34 @@ struct FaketimeEnvironmentTests {
         #expect(values["overrun_one_shot"] == "0", "\(result.stdout)")
     }
 
+    @Test("the JVM: Thread.sleep on a running fake clock; on a standing one with FAKETIME_DONT_FAKE_MONOTONIC, as libfaketime asks")
+    func javaSleeps() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let classes = try JavaFixtures.classpath()
+        for setting in [["FAKETIME": "@2016-01-01 12:00:00"], ["FAKETIME": "2016-01-01 12:00:00", "FAKETIME_DONT_FAKE_MONOTONIC": "1"]] {
+            let nap = try Self.run(sandbox, setting, ["java", "-cp", classes, "Nap", "500"], guardSeconds: 120)
+            #expect(nap.status == 0, "\(setting): \(nap)")
+            #expect((Int64(nap.lines.last ?? "") ?? 0) >= 500_000_000, "System.nanoTime saw the sleep pass: \(setting): \(nap)")
+            let now = try Self.run(sandbox, setting, ["java", "-cp", classes, "Now"], guardSeconds: 120)
+            #expect(now.lines.last?.hasPrefix("2016-01-01T12:00:00") == true, "\(setting): \(now)")
+        }
+        #expect(Self.leftovers(sandbox).isEmpty)
+    }
+
+    @Test("setting the clock moves the tree's fake clock, never the host's")
+    func settingTheClock() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let result = try guardingHostClock {
+            try Self.run(sandbox, ["FAKETIME": "-1d"], ["sh", "-c", "date -s @1000000000 >/dev/null && date -u +%s"])
+        }
+        #expect(result.status == 0, "\(result)")
+        let seconds = try #require(Int64(result.lines.last ?? ""), "\(result)")
+        #expect(seconds >= 1_000_000_000 && seconds < 1_000_000_060, "the child after date -s: \(result)")
+        #expect(Self.leftovers(sandbox).isEmpty)
+    }
+
     @Test("'@' starts again in every process; with FAKETIME_DONT_RESET the tree shares one clock")
     func restartPerProcess() throws {
         try Build.requireShim()
@@ -174,11 +202,13 @@ struct FaketimeEnvironmentTests {
         #expect((Int64(afterCalls.lines.first ?? "") ?? 0) < 1_000_000_000, "faked after its first readings: \(afterCalls)")
         let stopped = try Self.run(sandbox, ["FAKETIME": "@2000-01-01 00:00:00", "FAKETIME_STOP_AFTER_NUMCALLS": "0"], [reader])
         #expect((Int64(stopped.lines.first ?? "") ?? 0) > 1_700_000_000, "real from the first reading: \(stopped)")
-        let later = try Self.run(sandbox, ["FAKETIME": "-10y", "FAKETIME_START_AFTER_SECONDS": "1"],
-                                 ["python3", "-c", "import time; a = time.time(); time.sleep(1.5); print(int(a), int(time.time()))"])
-        let values = later.lines.first?.split(separator: " ").compactMap { Int64($0) } ?? []
+        // Seconds count from the tree's start: the first reading (ms after it) is real, one 3 s later faked.
+        let later = try Self.run(sandbox, ["FAKETIME": "-10y", "FAKETIME_START_AFTER_SECONDS": "2"],
+                                 ["sh", "-c", "\"$0\"; sleep 3; \"$0\"", reader])
+        let values = later.lines.compactMap { Int64($0) }
         try #require(values.count == 2, "\(later)")
         #expect(values[0] > 1_700_000_000 && values[1] < values[0] - 9 * 365 * 86_400, "\(later)")
+        #expect(Self.leftovers(sandbox).isEmpty)
     }
 
     @Test("FAKETIME_SKIP_CMDS and FAKETIME_ONLY_CMDS choose programs by name")
@@ -275,6 +305,15 @@ struct FaketimeEnvironmentTests {
         let monotonic = try sandbox.timectl("faketime", "--exclude-monotonic", "-f", "2014-07-21 09:00:00", "python3", "-c",
                                             "import time; m = time.monotonic(); time.sleep(0.2); print(int(time.time()), time.monotonic() - m >= 0.2)")
         #expect(monotonic.lines == ["1405933200 True"], "\(monotonic)")
+        // libfaketime's timetest under `faketime --exclude-monotonic`: the wall-clock condition wait times out after a second.
+        let timetest = try sandbox.timectl("faketime", "--exclude-monotonic", "-f", "2016-01-01 12:00:00",
+                                           try CFixture.path("faketime_timetest", flags: ["-lrt"]))
+        let values = keyedValues(timetest.stdout)
+        for name in ["cond_realtime", "cond_monotonic"] {
+            let fields = values[name]?.split(separator: " ") ?? []
+            #expect(fields.first == "ETIMEDOUT" && (Int64(fields.last ?? "") ?? 0) >= 1_000_000_000, "\(name): \(timetest)")
+        }
+        #expect(values["time"] == "1451649600", "\(timetest)")
         #expect(try sandbox.timectl("faketime", "-f", "@2016-01-01 12:00:00", "false").status == 1)
         #expect(Self.leftovers(sandbox).isEmpty)
         #expect(try sandbox.sessions.sessionNames().isEmpty)
