@@ -112,6 +112,51 @@ struct FaketimeEnvironmentTests {
         #expect(Self.leftovers(sandbox).isEmpty)
     }
 
+    @Test("FAKETIME_XRESET: a new rate from the timestamp file goes on from the current time instead of jumping")
+    func smoothRateChange() throws {
+        try Build.requireShim()
+        for smooth in [false, true] {
+            let sandbox = try Sandbox()
+            let file = sandbox.directory + "-faketimerc"
+            defer { try? FileManager.default.removeItem(atPath: file) }
+            try "+0 x1\n".write(toFile: file, atomically: true, encoding: .utf8)
+            var variables = ["FAKETIME_TIMESTAMP_FILE": file, "FAKETIME_NO_CACHE": "1"]
+            if smooth { variables["FAKETIME_XRESET"] = "1" }
+            var environment = Self.environment(sandbox, variables)
+            environment["PYTHONUNBUFFERED"] = "1"
+            // The program reads the file itself to know when it changed; its next clock reading is then the new setting's.
+            let program = try BackgroundProgram(executable: "/usr/bin/python3", ["-c", """
+                import sys, time
+                start = time.time(); print("ready")
+                while "x100" not in open(sys.argv[1]).read(): time.sleep(0.001)
+                print("moved", time.time() - start)
+                """, file], environment: environment)
+            #expect(program.line(startingWith: "ready") != nil, "\(program.errorOutput)")
+            usleep(500_000)
+            try "+0 x100\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let moved = try #require(program.line(startingWith: "moved"), "\(program.output) \(program.errorOutput)")
+            let seconds = try #require(Double(moved.split(separator: " ").last ?? ""))
+            // Half a second in at rate 1: with XRESET the clock goes on from there; without, it is 100 × that since the start.
+            if smooth { #expect(seconds >= 0.4 && seconds < 20, "\(moved)") } else { #expect(seconds > 40, "\(moved)") }
+            #expect(program.exitStatus() == 0)
+        }
+    }
+
+    @Test("FAKETIME='%' starts at FAKETIME_FOLLOW_FILE's mtime")
+    func followFile() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let file = sandbox.directory + "-followed"
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try "x".write(toFile: file, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_262_304_000)], ofItemAtPath: file)
+        let result = try Self.run(sandbox, ["FAKETIME": "%", "FAKETIME_FOLLOW_FILE": file], ["date", "-u", "+%s"])
+        let seconds = try #require(Int64(result.lines.first ?? ""), "\(result)")
+        #expect(seconds >= 1_262_304_000 && seconds < 1_262_304_060, "\(result)")
+        let missing = try Self.run(sandbox, ["FAKETIME": "%"], ["date"])
+        #expect(missing.status == 120 && missing.stderr.contains("FAKETIME_FOLLOW_FILE"), "\(missing)")
+    }
+
     @Test("an absolute FAKETIME stands still while waits take their length: timed waits time out, timers fire")
     func frozenClockWaits() throws {
         try Build.requireShim()
@@ -182,6 +227,18 @@ struct FaketimeEnvironmentTests {
         #expect(values[1] == values[0] + 2 && values[2] == values[1] + 2, "\(result)")
         #expect(values[0] >= 946_684_800 && values[0] < 946_684_800 + 100, "\(result)")
         #expect(Self.leftovers(sandbox).isEmpty)
+    }
+
+    @Test("a setuid program a process on FAKETIME starts is refused, as under a session", .enabled(if: geteuid() == 0, "only root can make a program setuid to another user"))
+    func setuidRefused() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let path = try UncontrolledProgramTests().setuidProgram(sandbox)
+        let result = try Self.run(sandbox, ["FAKETIME": "-1d"], ["sh", "-c", path])
+        #expect(result.status == 126 && result.stdout.isEmpty, "\(result)")
+        #expect(result.stderr.contains("refusing to exec \(path): \(UncontrolledProgramTests.setuidProblem)"), "\(result)")
+        let allowed = try Self.run(sandbox, ["FAKETIME": "-1d", "TIMECTL_ALLOW_UNCONTROLLED": "1"], ["sh", "-c", path])
+        #expect(allowed.status == 0 && (Int64(allowed.lines.first ?? "") ?? 0) > 1_700_000_000, "real time, with a warning: \(allowed)")
     }
 
     @Test("FAKETIME_FMT=%s reads FAKETIME as seconds since the epoch, as libfaketime's walking-one test does")

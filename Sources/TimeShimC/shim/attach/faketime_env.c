@@ -140,7 +140,8 @@ static void read_settings(void) {
     int64_t cache = whole_number("FAKETIME_CACHE_DURATION", 10);
     p->reread_every_ns = flag_is_one("FAKETIME_NO_CACHE") || cache <= 0 ? 0 : cache * TC_NS_PER_SECOND;
     const char *text = tc_faketime_initial_text(text_read, sizeof text_read);
-    const char *problem = tc_faketime_parse(text, p->format, &p->spec);
+    struct tc_faketime_spec spec;
+    const char *problem = tc_faketime_parse(text, p->format, &spec);
     if (problem) {
         struct tc_text detail = {.length = 0};
         tc_text_append(&detail, p->fixed_text ? "FAKETIME '" : "the setting '");
@@ -150,6 +151,7 @@ static void read_settings(void) {
         refuse(detail.text, strstr(problem, "date format") ? " " : NULL,
                strstr(problem, "date format") ? (p->format ? p->format : "'%Y-%m-%d %T' (FAKETIME_FMT)") : NULL);
     }
+    tc_faketime_set_spec(&spec);
     if (p->spec.kind == TC_FAKETIME_FOLLOW_FILE) {
         struct stat info;
         if (!p->follow_file) refuse("FAKETIME '%' needs FAKETIME_FOLLOW_FILE, the file whose time it starts at", NULL, NULL);

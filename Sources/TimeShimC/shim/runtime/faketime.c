@@ -24,6 +24,9 @@ static int rereading;
 static int64_t last_reread = INT64_MIN;
 /* FAKETIME's value last applied (libfaketime re-parses only a changed one, except '%'). */
 static char applied_text[256];
+/* Whether readings step the clock ("i"): the spec in effect says so, kept apart so that a reader never sees it
+   half-copied while a re-read replaces the spec. */
+static int stepping;
 
 /* ---- the verbs ---- */
 
@@ -52,6 +55,13 @@ static int follow_file_time(int64_t *instant) {
         return 0;
     *instant = (int64_t)info.st_mtim.tv_sec * TC_NS_PER_SECOND;
     return 1;
+}
+
+void tc_faketime_set_spec(const struct tc_faketime_spec *spec) {
+    tc_faketime.spec = *spec;
+    int kind = spec->kind;
+    __atomic_store_n(&stepping, spec->has_increment && kind != TC_FAKETIME_FROZEN && kind != TC_FAKETIME_MODIFIERS,
+                     __ATOMIC_RELEASE);
 }
 
 int tc_faketime_apply_spec(const struct tc_faketime_spec *spec, int first) {
@@ -94,7 +104,7 @@ int tc_faketime_apply_spec(const struct tc_faketime_spec *spec, int first) {
     struct tc_segment *waits = tc_faketime.waits;
     if (waits && waits != clock && tc_segment_rate(waits) != spec->rate)
         result = apply_verb(waits, TC_VERB_SET_RATE, TC_WALL_KEEP, 0, spec->rate);
-    if (result == TC_OK) tc_faketime.spec = *spec;
+    if (result == TC_OK) tc_faketime_set_spec(spec);
     return result;
 }
 
@@ -186,11 +196,6 @@ static int faking_now(int64_t count) {
     return 1;
 }
 
-static int steps(void) {
-    return tc_faketime.spec.has_increment && tc_faketime.spec.kind != TC_FAKETIME_FROZEN &&
-           tc_faketime.spec.kind != TC_FAKETIME_MODIFIERS;
-}
-
 /* libfaketime's "i": every reading returns the clock, then moves every clock on by the increment, for the whole tree. */
 static void read_and_step(int vclock, struct timespec *value) {
     struct tc_segment *clock = tc_faketime.clock;
@@ -199,7 +204,7 @@ static void read_and_step(int vclock, struct timespec *value) {
         return;
     }
     tc_segment_read_into(clock, vclock, value);
-    struct tc_verb verb = {.kind = TC_VERB_ADVANCE, .value = tc_faketime.spec.increment};
+    struct tc_verb verb = {.kind = TC_VERB_ADVANCE, .value = __atomic_load_n(&tc_faketime.spec.increment, __ATOMIC_RELAXED)};
     tc_segment_apply(clock, &verb, NULL);
     tc_segment_unlock(clock);
 }
@@ -211,7 +216,7 @@ int tc_faketime_read(int vclock, struct timespec *value) {
         count = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
     reread();
     if (!faking_now(count)) return 0;
-    if (steps()) read_and_step(vclock, value);
+    if (__atomic_load_n(&stepping, __ATOMIC_ACQUIRE)) read_and_step(vclock, value);
     else tc_segment_read_into(tc_faketime.clock, vclock, value);
     return 1;
 }

@@ -59,6 +59,9 @@ static inline struct tc_segment *tc_shim_timeline_segment(void) {
     return tc_faketime_active() ? tc_faketime.clock : tc_shim_segment();
 }
 
+/* The spec in effect, as parsed (a process that joins its tree's clock applies none). */
+void tc_faketime_set_spec(const struct tc_faketime_spec *spec);
+
 /*
  * Puts the clock (and the waits' rate) where the spec says at this real
  * instant, with the core's verbs: `first` when the segment was just made
