@@ -80,28 +80,17 @@ struct Faketime: RunsAProgram, TakesNoSession {
     }
 
     func run() throws {
-        CommandRunner.holdForwardedSignals()  // so that a late signal cannot stop timectl before the clock's file is removed
+        CommandRunner.holdForwardedSignals()  // signals go to the command, whose exit status timectl returns
         let setting = direct ? words[0] : try Self.offset(from: words[0], dateProgram: dateProgram)
         var entries = ["FAKETIME=" + setting]
         if excludeMonotonic { entries.append("FAKETIME_DONT_FAKE_MONOTONIC=1") }
-        let directory = SessionDirectory()
-        let tree = directory.path + "/faketime-\(getpid())-\(tc_real_ns(CLOCK_BOOTTIME)).faketime"
         let status: Int32
         do {
-            // The directory must be the user's alone: the shim refuses one that is not, with one line.
-            if mkdir(directory.path, 0o700) != 0 && errno != EEXIST {
-                throw CommandFailure(message: "cannot make the session directory \(directory.path): \(String(cString: strerror(errno)))",
-                                     status: CommandStatus.failed)
-            }
-            let environment = try ShimEnvironment(faketime: entries, treeSegment: tree)
+            let environment = try ShimEnvironment(faketime: entries)
             status = try CommandRunner(arguments: Array(words.dropFirst()), shimEnvironment: environment).run()
-        } catch let error as TimeControlError {
+        } catch {
             status = CommandStatus.failure(error)
-        } catch let failure as CommandFailure {
-            Main.report(line: failure.message)
-            status = failure.status
         }
-        unlink(tree)
         throw ExitCode(status)
     }
 

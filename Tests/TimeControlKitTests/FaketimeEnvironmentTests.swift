@@ -217,6 +217,19 @@ struct FaketimeEnvironmentTests {
         #expect(Self.leftovers(sandbox).isEmpty)
     }
 
+    @Test("a command given other settings inside a tree starts a clock of its own; the same settings join the tree's")
+    func nestedSettings() throws {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let result = try Self.run(sandbox, ["FAKETIME": "@2000-01-01 00:00:00 i2"],
+                                  ["sh", "-c", "FAKETIME='2016-01-01 12:00:00' date -u +%s; date -u +%s; date -u +%s"])
+        let values = result.lines.compactMap { Int64($0) }
+        try #require(values.count == 3, "\(result)")
+        #expect(values[0] == Self.start2016, "\(result)")
+        #expect(values[2] == values[1] + 2 && values[1] < 946_684_800 + 100, "\(result)")
+        #expect(Self.leftovers(sandbox).isEmpty)
+    }
+
     @Test("'i2': every reading, in every process of the tree, moves the clock two seconds on")
     func increments() throws {
         try Build.requireShim()

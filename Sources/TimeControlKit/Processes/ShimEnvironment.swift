@@ -10,7 +10,7 @@ import TimeShimC
 public struct ShimEnvironment: Sendable, Hashable {
     /// Absolute path of the preload shim.
     public let shimPath: String
-    /// Absolute path of the session segment.
+    /// Absolute path of the session segment ("" for libfaketime's variables: ``init(faketime:environment:)``).
     public let segmentPath: String
 
     /// The absolute path of the segment of a temporary session: if the
@@ -40,15 +40,13 @@ public struct ShimEnvironment: Sendable, Hashable {
     }
 
     /// Puts a command on libfaketime's `entries` (`FAKETIME=…` and the like), with no session: the
-    /// shim found by ``locateShim(environment:)`` honours them (SPEC §13). `treeSegment` is the
-    /// file of the clock the command's processes will share; the run's guardian removes it if the
-    /// process running the command is killed.
-    public init(faketime entries: [String], treeSegment: String,
-                environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
+    /// shim found by ``locateShim(environment:)`` honours them (SPEC §13). The command's process
+    /// tree starts a clock of its own, even inside another one.
+    public init(faketime entries: [String], environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
         shimPath = try Self.locateShim(environment: environment)
-        segmentPath = treeSegment
-        privateSegment = treeSegment
-        faketimeEntries = entries + [TC_FAKETIME_SEGMENT_VARIABLE + "=" + treeSegment]
+        segmentPath = ""
+        privateSegment = nil
+        faketimeEntries = entries
     }
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
@@ -93,10 +91,10 @@ public struct ShimEnvironment: Sendable, Hashable {
                                    sanitizerRuntime: String? = nil) -> [String] {
         let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
         let overrides = variables(inheritedPreload: inheritedPreload, sanitizerRuntime: sanitizerRuntime)
-        // A session would win over libfaketime's variables: none is inherited by a faketime run.
-        let dropsSession = faketimeEntries != nil
+        // A session would win over libfaketime's variables, and a tree's clock be joined: a faketime run inherits neither.
+        let dropped = faketimeEntries == nil ? [] : ["TIMECTL_SEGMENT=", TC_FAKETIME_SEGMENT_VARIABLE + "="]
         var result = entries.filter { entry in
-            !overrides.contains { entry.hasPrefix($0.name + "=") } && !(dropsSession && entry.hasPrefix("TIMECTL_SEGMENT="))
+            !overrides.contains { entry.hasPrefix($0.name + "=") } && !dropped.contains { entry.hasPrefix($0) }
         }
         result += overrides.map { "\($0.name)=\($0.value)" }
         return result

@@ -39,6 +39,9 @@
 
 static char shared_path[PATH_CAPACITY];
 static char home_faketimerc[PATH_CAPACITY];
+/* What set the tree's clock up (FAKETIME's value and the variables that shape it), in the file's name: a program
+   given other settings inside the tree (a nested FAKETIME=… command) starts a clock of its own. */
+static uint64_t settings_hash;
 static char text_read[256];
 
 /* ---- refusing ---- */
@@ -160,6 +163,13 @@ static void read_settings(void) {
     }
     if (p->fixed_text && p->spec.kind != TC_FAKETIME_FOLLOW_FILE) p->reread_every_ns = -1;
     tc_faketime_note_applied(text);
+    const char *shaping[] = {text, p->format, p->timestamp_file, p->follow_file, p->dont_reset ? "reset" : NULL};
+    settings_hash = 0xcbf29ce484222325ULL;  /* FNV-1a */
+    for (unsigned i = 0; i < sizeof shaping / sizeof shaping[0]; i++)
+        for (const char *at = shaping[i] ? shaping[i] : ""; ; at++) {
+            settings_hash = (settings_hash ^ (unsigned char)*at) * 0x100000001b3ULL;
+            if (!*at) break;
+        }
 }
 
 /* ---- the directory and the segments ---- */
@@ -205,6 +215,19 @@ static void unique_name(struct tc_text *name, const char *prefix, const char *su
     tc_text_append(name, suffix);
 }
 
+/* The end of a tree's file name: -HASH.faketime, the hash of the settings that made it, in hex. */
+static void settings_suffix(struct tc_text *suffix) {
+    static const char digits[] = "0123456789abcdef";
+    suffix->length = 0;
+    suffix->text[0] = 0;
+    tc_text_append(suffix, "-");
+    for (int shift = 60; shift >= 0; shift -= 4) {
+        char digit[2] = {digits[(settings_hash >> shift) & 15], 0};
+        tc_text_append(suffix, digit);
+    }
+    tc_text_append(suffix, SHARED_SUFFIX);
+}
+
 static void refuse_segment(const char *path, const struct tc_failure *failure) {
     struct tc_text reason = {.length = 0};
     tc_text_append(&reason, " ");
@@ -228,9 +251,9 @@ static struct tc_segment *private_segment(void) {
     return mapping.segment;
 }
 
-/* Removes the shared segments of trees whose last process was killed, or left by _exit's system call itself. */
+/* Removes the shared segments no live process is registered in: left by a tree that was killed. */
 static void remove_stale(long directory_fd) {
-    char buffer[4096];
+    char buffer[4096] __attribute__((aligned(8)));
     for (;;) {
         long length = tc_raw_syscall(SYS_getdents64, directory_fd, buffer, sizeof buffer);
         if (length <= 0) break;
@@ -297,13 +320,18 @@ static struct tc_segment *shared_segment(long directory_fd, const char *director
     refuse("cannot open or make the clock segment ", shared_path, NULL);
 }
 
-/* The tree's segment: the one TIMECTL_FAKETIME_SEGMENT names, or a new one (then named to the tree). */
+/* The tree's segment: the one TIMECTL_FAKETIME_SEGMENT names, made with these settings; or a new one (then named
+   to the tree). */
 static struct tc_segment *tree_segment(void) {
     const char *named = getenv(TC_FAKETIME_SEGMENT_VARIABLE);
     char directory[PATH_CAPACITY];
     long fd;
     const char *name;
-    if (named && named[0] == '/' && strlen(named) < sizeof shared_path) {
+    struct tc_text suffix;
+    settings_suffix(&suffix);
+    size_t named_length = named ? strlen(named) : 0;
+    if (named && named[0] == '/' && named_length < sizeof shared_path && named_length > suffix.length &&
+        strcmp(named + named_length - suffix.length, suffix.text) == 0) {
         strcpy(shared_path, named);
         char *slash = strrchr(shared_path, '/');
         size_t length = (size_t)(slash - shared_path);
@@ -318,7 +346,7 @@ static struct tc_segment *tree_segment(void) {
         check_directory(fd, directory);
         remove_stale(fd);
         struct tc_text file;
-        unique_name(&file, "faketime-", SHARED_SUFFIX);
+        unique_name(&file, "faketime-", suffix.text);
         if (strlen(directory) + 1 + file.length >= sizeof shared_path) refuse("the session directory's path is too long: ", directory, NULL);
         strcpy(shared_path, directory);
         strcat(shared_path, "/");
