@@ -86,7 +86,7 @@ struct Faketime: RunsAProgram, TakesNoSession {
         if excludeMonotonic { entries.append("FAKETIME_DONT_FAKE_MONOTONIC=1") }
         let status: Int32
         do {
-            let environment = try ShimEnvironment(faketime: entries)
+            let environment = ShimEnvironment(faketime: entries, shimPath: try ShimEnvironment.locateShim())
             status = try CommandRunner(arguments: Array(words.dropFirst()), shimEnvironment: environment).run()
         } catch {
             status = CommandStatus.failure(error)

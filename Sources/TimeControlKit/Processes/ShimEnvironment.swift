@@ -10,7 +10,7 @@ import TimeShimC
 public struct ShimEnvironment: Sendable, Hashable {
     /// Absolute path of the preload shim.
     public let shimPath: String
-    /// Absolute path of the session segment ("" for libfaketime's variables: ``init(faketime:environment:)``).
+    /// Absolute path of the session segment ("" for libfaketime's variables: ``init(faketime:shimPath:)``).
     public let segmentPath: String
 
     /// The absolute path of the segment of a temporary session: if the
@@ -40,10 +40,10 @@ public struct ShimEnvironment: Sendable, Hashable {
     }
 
     /// Puts a command on libfaketime's `entries` (`FAKETIME=…` and the like), with no session: the
-    /// shim found by ``locateShim(environment:)`` honours them (SPEC §13). The command's process
-    /// tree starts a clock of its own, even inside another one.
-    public init(faketime entries: [String], environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) throws(TimeControlError) {
-        shimPath = try Self.locateShim(environment: environment)
+    /// shim at `shimPath` (``locateShim(environment:)`` finds it) honours them (SPEC §13). The
+    /// command's process tree starts a clock of its own, even inside another one.
+    public init(faketime entries: [String], shimPath: String) {
+        self.shimPath = shimPath
         segmentPath = ""
         privateSegment = nil
         faketimeEntries = entries
