@@ -39,7 +39,7 @@ static int apply_verb(struct tc_segment *segment, int kind, int wall, int64_t va
     return result;
 }
 
-/* The tree's start (the clock segment's creation) and now, on the real clocks. */
+/* Real ns from the tree's start (its clock segment's creation: libfaketime's shared start time) to `real_monotonic`. */
 static int64_t since_tree_start(int64_t real_monotonic) {
     return real_monotonic - tc_faketime.clock->header.base[TC_VCLOCK_MONOTONIC];
 }
