@@ -125,7 +125,7 @@ run_tree() {
         if DELAY=2 ./test_variable_data.sh "$name" >"$tree/variable-$name.out" 2>&1; then
             echo "snippets: test_variable_data $name|" >>"$results"
         else
-            echo "snippets: test_variable_data $name|fail: $(grep -v '^Sleeping' "$tree/variable-$name.out" | head -n 2 | tr '\n' ' ')" >>"$results"
+            echo "snippets: test_variable_data $name|fail: $(grep -v '^Sleeping' "$tree/variable-$name.out" | head -n 2 | paste -sd ' ')" >>"$results"
         fi
     done
     for name in $(snippets_of "$tree" c); do
