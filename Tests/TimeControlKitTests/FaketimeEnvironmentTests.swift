@@ -357,6 +357,20 @@ struct FaketimeEnvironmentTests {
         #expect((Int64(plain.lines.first ?? "") ?? 0) >= before, "\(plain)")
     }
 
+    @Test("the session directory follows one rule (the core's), for the library and for the shim's clocks")
+    func sessionDirectoryRule() throws {
+        #expect(SessionDirectory(environment: { $0 == "TIMECTL_DIR" ? "/x/y" : "/run/user/7" }).path == "/x/y")
+        #expect(SessionDirectory(environment: { $0 == "XDG_RUNTIME_DIR" ? "/run/user/7" : nil }).path == "/run/user/7/timectl")
+        #expect(SessionDirectory(environment: { $0 == "TIMECTL_DIR" ? "" : nil }).path == "/dev/shm/timectl-\(geteuid())")
+        // The shim puts a tree's clock there while the tree runs: here $XDG_RUNTIME_DIR/timectl.
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        var environment = Self.environment(sandbox, ["FAKETIME": "-1d", "XDG_RUNTIME_DIR": sandbox.directory])
+        environment["TIMECTL_DIR"] = nil
+        let result = try runProgram("/bin/sh", ["-c", "ls \"$XDG_RUNTIME_DIR/timectl\""], environment: environment)
+        #expect(result.lines.count == 1 && result.lines[0].hasPrefix("faketime-") && result.lines[0].hasSuffix(".faketime"), "\(result)")
+    }
+
     // MARK: timectl faketime
 
     @Test("timectl faketime takes faketime's command line: a date -d timestamp, -f, --exclude-monotonic, -m")

@@ -21,6 +21,7 @@
 #include "../runtime/process.h"
 #include "../runtime/text.h"
 #include "timectl_faketime.h"
+#include "timectl_session_directory.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -174,21 +175,11 @@ static void read_settings(void) {
 
 /* ---- the directory and the segments ---- */
 
-/* The session directory (SessionDirectory.swift chooses it the same way), opened; created 0700 if missing. */
+/* The session directory, opened; created 0700 if missing. */
 static long open_session_directory(char *path, size_t capacity) {
-    struct tc_text chosen = {.length = 0};
-    const char *explicit = getenv("TIMECTL_DIR"), *runtime = getenv("XDG_RUNTIME_DIR");
-    if (explicit && *explicit) {
-        tc_text_append(&chosen, explicit);
-    } else if (runtime && *runtime) {
-        tc_text_append(&chosen, runtime);
-        tc_text_append(&chosen, "/timectl");
-    } else {
-        tc_text_append(&chosen, "/dev/shm/timectl-");
-        tc_text_append_number(&chosen, tc_raw_syscall(SYS_geteuid, 0));
-    }
-    if (chosen.length + 1 >= capacity) refuse("the session directory's path is too long: ", chosen.text, NULL);
-    memcpy(path, chosen.text, chosen.length + 1);
+    if (!tc_session_directory(getenv("TIMECTL_DIR"), getenv("XDG_RUNTIME_DIR"), (uint32_t)tc_raw_syscall(SYS_geteuid, 0),
+                              path, capacity))
+        refuse("the session directory's path is too long: $TIMECTL_DIR or $XDG_RUNTIME_DIR", NULL, NULL);
     tc_raw_syscall(SYS_mkdirat, AT_FDCWD, path, 0700);
     return tc_raw_syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
