@@ -26,10 +26,12 @@ esac
 #   pkg-config: GLib's condition variables and queues, which wait with raw futex calls.
 #   iputils-ping (a program given capabilities by its file; the kernel's packet
 #   time stamps) and libcap2-bin (setcap, to give a test program capabilities).
+#   dpkg-dev (dpkg-source, for apt-get source) and perl: libfaketime's own test
+#   suite, fetched from Debian's registry (scripts/test-libfaketime-suite.sh).
 packages=(
     binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
     gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc erlang-base
-    libglib2.0-dev pkg-config iputils-ping libcap2-bin
+    libglib2.0-dev pkg-config iputils-ping libcap2-bin dpkg-dev perl
 )
 
 missing_of() {
@@ -61,3 +63,18 @@ install "${missing[@]}"
 python_version=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
 mapfile -t missing < <(missing_of "libpython$python_version-testsuite")
 install "${missing[@]}"
+
+# libfaketime's source comes from Debian's registry (apt-get source faketime),
+# which needs a deb-src line: added to Debian's own sources, the archive they
+# name already.
+sources=/etc/apt/sources.list.d/debian.sources
+if [ -f "$sources" ] && ! grep -q '^Types:.*deb-src' "$sources"; then
+    if [ "$check_only" = yes ] || [ "$(id -u)" -ne 0 ]; then
+        echo "install-deps.sh: libfaketime's test suite needs Debian's source packages: $sources has no deb-src" >&2
+        echo "install-deps.sh: run: sudo sed -i 's/^Types: deb\$/Types: deb deb-src/' $sources && sudo apt-get update" >&2
+        exit 1
+    fi
+    echo "install-deps.sh: adding deb-src to $sources"
+    sed -i 's/^Types: deb$/Types: deb deb-src/' "$sources"
+    apt-get update -qq
+fi

@@ -8,11 +8,12 @@
 # (scripts/test-placement.sh), the shim's own C tests under ASan/UBSan and TSan, each fuzz target for 10 s (scripts/fuzz.sh;
 # TIMECTL_FUZZ_SECONDS to change), builds the documentation (warnings fail),
 # runs a throw-away package that depends on this one under plain `swift
-# test`, then builds the release build and checks timectl installed into a
-# temporary prefix (man page, completions, a command run attached) and the
-# Debian package (contents, lintian, an unpacked copy run attached). Last it
-# lists the tests that were skipped, each with its reason (run by a user
-# other than root, those that need root).
+# test`, then builds the release build, runs libfaketime's own test suite
+# against its shim (scripts/test-libfaketime-suite.sh), and checks timectl
+# installed into a temporary prefix (man page, completions, a command run
+# attached) and the Debian package (contents, lintian, an unpacked copy run
+# attached). Last it lists the tests that were skipped, each with its reason
+# (run by a user other than root, those that need root).
 #   scripts/test.sh [swift test arguments...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,7 @@ scripts/fuzz.sh "${TIMECTL_FUZZ_SECONDS:-10}"
 scripts/docs.sh >/dev/null
 scripts/test-as-dependency.sh
 scripts/build.sh -c release
+scripts/test-libfaketime-suite.sh .build/release/libTimeShim.so
 scripts/test-install.sh
 scripts/test-package-deb.sh
 # Swift Testing: ➜ Test "NAME" skipped: "WHY" (or with no reason: "skipped."); XCTest: FILE:LINE: CLASS.test : Test skipped - WHY

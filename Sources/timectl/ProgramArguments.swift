@@ -10,14 +10,18 @@ protocol RunsAProgram: ParsableCommand {
     static var optionsTakingValues: Set<String> { get }
     /// How many positional arguments come before the program (replay's trace).
     static var argumentsBeforeProgram: Int { get }
+    /// Whether a word that starts with '-' is the first of the positional arguments, not an option
+    /// (faketime's '-10d').
+    static func startsProgram(_ word: String) -> Bool
 }
 
 extension RunsAProgram {
     static var argumentsBeforeProgram: Int { 0 }
+    static func startsProgram(_ word: String) -> Bool { false }
 }
 
 enum ProgramArguments {
-    static let commands: [any RunsAProgram.Type] = [Run.self, Record.self, Replay.self]
+    static let commands: [any RunsAProgram.Type] = [Run.self, Record.self, Replay.self, Faketime.self]
 
     /// `[--session S] COMMAND OPTIONS [ARGUMENTS] PROGRAM…` with `--` put in
     /// front of PROGRAM when it was left out, so that every word from the
@@ -39,6 +43,11 @@ enum ProgramArguments {
         while index < words.endIndex {
             let word = words[index]
             if word == "--" { return words }
+            if command.startsProgram(word) {
+                var terminated = words
+                terminated.insert("--", at: index)
+                return terminated
+            }
             if word.hasPrefix("-") {
                 index += word == "--session" || command.optionsTakingValues.contains(word) ? 2 : 1
             } else if positionals < command.argumentsBeforeProgram {

@@ -27,7 +27,7 @@ struct Timectl: ParsableCommand {
             """,
         subcommands: [
             Freeze.self, Resume.self, Rate.self, Tick.self, SetWallClock.self, Reset.self,
-            Status.self, Run.self, RunPending.self, Daemon.self, Record.self, Replay.self, TraceCommand.self, SessionCommand.self,
+            Status.self, Run.self, RunPending.self, Daemon.self, Record.self, Replay.self, TraceCommand.self, SessionCommand.self, Faketime.self,
         ]
     )
 

@@ -5,17 +5,22 @@ import SystemPackage
 import TimeShimC
 
 /// The environment that attaches a process to a session: `libTimeShim.so`
-/// first in `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment.
+/// first in `LD_PRELOAD`, and `TIMECTL_SEGMENT` naming the session's segment
+/// (or, for `timectl faketime`, libfaketime's variables instead of a session).
 public struct ShimEnvironment: Sendable, Hashable {
     /// Absolute path of the preload shim.
     public let shimPath: String
-    /// Absolute path of the session segment.
+    /// Absolute path of the session segment ("" for libfaketime's variables: ``init(faketime:shimPath:)``).
     public let segmentPath: String
 
     /// The absolute path of the segment of a temporary session: if the
     /// process that runs a command on it is killed, the run's guardian
     /// removes the segment, as ending the session would have (nil for a named session).
     let privateSegment: String?
+
+    /// libfaketime's variables (`NAME=VALUE`) that put the process tree on a clock of
+    /// their own instead of a session (`timectl faketime`); nil for a session's environment.
+    let faketimeEntries: [String]?
 
     /// An environment with an explicit shim and segment.
     ///
@@ -25,6 +30,7 @@ public struct ShimEnvironment: Sendable, Hashable {
         self.shimPath = (try? ShimLink.preloadablePath(for: shimPath, environment: ProcessEnvironment.value)) ?? shimPath
         self.segmentPath = segmentPath
         privateSegment = nil
+        faketimeEntries = nil
     }
 
     /// Attaches to `session` with the shim found by ``locateShim(environment:)``.
@@ -33,6 +39,17 @@ public struct ShimEnvironment: Sendable, Hashable {
         segmentPath = session.segmentPath
         let path = session.segmentPath
         privateSegment = !session.isTemporary ? nil : path.hasPrefix("/") ? path : FilePaths.currentDirectory() + "/" + path
+        faketimeEntries = nil
+    }
+
+    /// Puts a command on libfaketime's `entries` (`FAKETIME=…` and the like), with no session: the
+    /// shim at `shimPath` (``locateShim(environment:)`` finds it) honours them (SPEC §13). The
+    /// command's process tree starts a clock of its own, even inside another one.
+    public init(faketime entries: [String], shimPath: String) {
+        self.shimPath = shimPath
+        segmentPath = ""
+        privateSegment = nil
+        faketimeEntries = entries
     }
 
     /// The variables to set in an attached process, given its inherited `LD_PRELOAD`:
@@ -54,6 +71,12 @@ public struct ShimEnvironment: Sendable, Hashable {
             preload += ":"
             preload.append(contentsOf: other)
         }
+        if let faketimeEntries {
+            return [("LD_PRELOAD", preload)] + faketimeEntries.map { entry in
+                let parts = entry.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return (String(parts[0]), parts.count > 1 ? String(parts[1]) : "")
+            }
+        }
         return [
             ("LD_PRELOAD", preload),
             ("TIMECTL_SEGMENT", segmentPath),
@@ -71,8 +94,10 @@ public struct ShimEnvironment: Sendable, Hashable {
                                    sanitizerRuntime: String? = nil) -> [String] {
         let inheritedPreload = entries.last { $0.hasPrefix("LD_PRELOAD=") }.map { String($0.dropFirst(11)) }
         let overrides = variables(inheritedPreload: inheritedPreload, sanitizerRuntime: sanitizerRuntime)
+        // A session would win over libfaketime's variables, and a tree's clock be joined: a faketime run inherits neither.
+        let dropped = faketimeEntries == nil ? [] : ["TIMECTL_SEGMENT=", TC_FAKETIME_SEGMENT_VARIABLE + "="]
         var result = entries.filter { entry in
-            !overrides.contains { entry.hasPrefix($0.name + "=") }
+            !overrides.contains { entry.hasPrefix($0.name + "=") } && !dropped.contains { entry.hasPrefix($0) }
         }
         result += overrides.map { "\($0.name)=\($0.value)" }
         return result

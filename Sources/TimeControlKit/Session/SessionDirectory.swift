@@ -21,12 +21,13 @@ public struct SessionDirectory: Sendable, Hashable {
 
     /// The directory the environment selects.
     public init(environment: ProcessEnvironment.Lookup = ProcessEnvironment.value) {
-        if let explicit = environment("TIMECTL_DIR"), !explicit.isEmpty {
-            path = explicit
-        } else if let runtime = environment("XDG_RUNTIME_DIR"), !runtime.isEmpty {
-            path = runtime + "/timectl"
-        } else {
-            path = "/dev/shm/timectl-\(geteuid())"
+        // The rule is the core's (timectl_session_directory.h): the shim finds this directory by it too.
+        let explicit = environment("TIMECTL_DIR"), runtime = environment("XDG_RUNTIME_DIR")
+        let capacity = 3 + (explicit?.utf8.count ?? 0) + (runtime?.utf8.count ?? 0) + 32
+        path = String(unsafeUninitializedCapacity: capacity) { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { characters in
+                tc_session_directory(explicit, runtime, geteuid(), characters.baseAddress, capacity)
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 /* The module TimeControlKit imports: the segment, its arithmetic, real clocks, the trace format. */
 #include "timectl_controller.h"
+#include "timectl_faketime.h"
+#include "timectl_session_directory.h"
 #include "timectl_sockets.h"
 #include "timectl_program_support.h"
 #include "timectl_realclock.h"

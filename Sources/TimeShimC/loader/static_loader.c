@@ -18,12 +18,13 @@
  * shim: nothing of theirs may move the program break once the program runs,
  * which is why the loader has a malloc of its own (loader_malloc.c).
  *
- * Not attached (no session in the environment), the loader simply execs
+ * Not attached (no session, nor libfaketime's variables, in the environment), the loader simply execs
  * PROGRAM. Errors are one line on stderr and exit status 126 (cannot run)
  * or 127 (not found), as a shell reports them.
  */
 #define _GNU_SOURCE
 #include "timectl_static_program.h"
+#include "timectl_faketime.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -311,7 +312,7 @@ int main(int argc, char **argv, char **envp) {
         (timectl_static_program_prepare_function *)dlsym(RTLD_DEFAULT, TIMECTL_STATIC_PROGRAM_PREPARE);
     if (!prepare) {
         /* No shim: nothing to attach to, and nothing here would change the program's time. */
-        if (!getenv("TIMECTL_SEGMENT")) run_unattached(argv, envp);
+        if (!tc_environment_controls_time(envp)) run_unattached(argv, envp);
         fail(126, "the loader runs without libTimeShim.so in LD_PRELOAD", 0);
     }
     int fd = open(program_path, O_RDONLY | O_CLOEXEC);
@@ -345,7 +346,7 @@ int main(int argc, char **argv, char **envp) {
     struct loaded loaded;
     map_program(fd, &header, phdrs, &loaded);
     /* Kept open to become /proc/PID/exe, where that is permitted (show_program). */
-    int executable = getenv("TIMECTL_SEGMENT") && may_set_executable() && move_own_image_to_anonymous_memory() ? fd : -1;
+    int executable = tc_environment_controls_time(envp) && may_set_executable() && move_own_image_to_anonymous_memory() ? fd : -1;
     if (executable < 0) close(fd);
 
     char resolved[PATH_MAX];

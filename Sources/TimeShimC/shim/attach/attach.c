@@ -1,6 +1,7 @@
 /*
  * Attachment: finding the session segment named by TIMECTL_SEGMENT, or
- * deciding that this process runs on real time.
+ * with none, libfaketime's settings (faketime_env.c), or deciding that
+ * this process runs on real time.
  *
  * The first interposed call can arrive before this library's constructor
  * (another library's constructor reading the clock) or from inside the
@@ -11,6 +12,7 @@
  * instead of deadlocking.
  */
 #define _GNU_SOURCE
+#include "faketime_env.h"
 #include "static_takeover.h"
 #include "vdso_redirect.h"
 #include "../calls/signals.h"
@@ -41,6 +43,9 @@
 static int32_t initialising_tid;
 /* The segment while attach() runs; published in tc_shim_attached_segment when done. */
 static struct tc_segment *attaching_segment;
+/* What plain clock reads read once attached (tc_shim_read_segment): the same, or another on libfaketime's
+   settings, or NULL when every read needs work of its own. */
+static struct tc_segment *attaching_read_segment;
 
 /* ---- one-line messages ---- */
 
@@ -197,41 +202,8 @@ static void refuse_trace(const char *path, const char *problem) {
     refuse_as(getenv("TIMECTL_RECORD") ? "recording" : "trace", path ? path : "(unnamed)", problem, NULL);
 }
 
-static int attach(void) {
-    /*
-     * A sanitizer's preinit function (ASan's, TSan's __*san_init in the
-     * executable's .preinit_array) runs before libc has set up environ, and
-     * reaches the shim through sigaction, pthread or clock calls. The
-     * environment cannot be read yet: stay on real time for those calls and
-     * decide at the next one (the shim's constructor, at the latest).
-     */
-    if (!__atomic_load_n(&environ, __ATOMIC_RELAXED)) return TC_SHIM_UNINITIALISED;
-    const char *path = getenv("TIMECTL_SEGMENT");
-    if (!path) return TC_SHIM_REAL;
-    if (executable_is_controller() && !executable_is_test_program()) return TC_SHIM_REAL;
-    if (!*path) {
-        refuse("(TIMECTL_SEGMENT)", "is empty", NULL);
-        return TC_SHIM_REAL;
-    }
-    if (path[0] != '/') {
-        refuse(path, "is not an absolute path", NULL);
-        return TC_SHIM_REAL;
-    }
-    struct tc_mapping mapping;
-    struct tc_failure failure = {0};
-    if (tc_segment_open(AT_FDCWD, path, &mapping, &failure) != TC_OK) {
-        refuse(path, tc_result_phrase(failure.result), &failure);
-        return TC_SHIM_REAL;
-    }
-    attaching_segment = mapping.segment;
-    register_this_process();
-    const char *trace_path = NULL;
-    const char *trace_problem = tc_trace_attach(attaching_segment, &trace_path);
-    if (trace_problem) {
-        refuse_trace(trace_path, trace_problem);
-        tc_proc_unregister(attaching_segment, tc_shim_proc_slot(), tc_shim_pid());
-        return TC_SHIM_REAL;
-    }
+/* What every attached process needs once its segment is known: Go's redirection and trap, the timers' helper, fork. */
+static int attach_program(void) {
     if (executable_is_go()) {
         /* Go reads the vDSO and waits with raw system calls: both must reach the shim before the runtime starts. */
         const char *problem = NULL;
@@ -254,6 +226,54 @@ static int attach(void) {
     return TC_SHIM_ATTACHED;
 }
 
+/* No session named: libfaketime's variables, if any, put the process on a clock of theirs (faketime_env.c). */
+static int attach_on_faketime_settings(void) {
+    if (executable_is_controller() && !executable_is_test_program()) return TC_SHIM_REAL;
+    if (tc_faketime_attach(&attaching_segment, &attaching_read_segment) != TC_FAKETIME_ATTACH) return TC_SHIM_REAL;
+    register_this_process();
+    return attach_program();
+}
+
+static int attach(void) {
+    /*
+     * A sanitizer's preinit function (ASan's, TSan's __*san_init in the
+     * executable's .preinit_array) runs before libc has set up environ, and
+     * reaches the shim through sigaction, pthread or clock calls. The
+     * environment cannot be read yet: stay on real time for those calls and
+     * decide at the next one (the shim's constructor, at the latest).
+     */
+    if (!__atomic_load_n(&environ, __ATOMIC_RELAXED)) return TC_SHIM_UNINITIALISED;
+    const char *path = getenv("TIMECTL_SEGMENT");
+    /* A session wins over libfaketime's variables. */
+    if (!path) return attach_on_faketime_settings();
+    if (executable_is_controller() && !executable_is_test_program()) return TC_SHIM_REAL;
+    if (!*path) {
+        refuse("(TIMECTL_SEGMENT)", "is empty", NULL);
+        return TC_SHIM_REAL;
+    }
+    if (path[0] != '/') {
+        refuse(path, "is not an absolute path", NULL);
+        return TC_SHIM_REAL;
+    }
+    struct tc_mapping mapping;
+    struct tc_failure failure = {0};
+    if (tc_segment_open(AT_FDCWD, path, &mapping, &failure) != TC_OK) {
+        refuse(path, tc_result_phrase(failure.result), &failure);
+        return TC_SHIM_REAL;
+    }
+    attaching_segment = mapping.segment;
+    attaching_read_segment = mapping.segment;
+    register_this_process();
+    const char *trace_path = NULL;
+    const char *trace_problem = tc_trace_attach(attaching_segment, &trace_path);
+    if (trace_problem) {
+        refuse_trace(trace_path, trace_problem);
+        tc_proc_unregister(attaching_segment, tc_shim_proc_slot(), tc_shim_pid());
+        return TC_SHIM_REAL;
+    }
+    return attach_program();
+}
+
 struct tc_segment *tc_shim_initialise(void) {
     int32_t tid = (int32_t)tc_raw_syscall(SYS_gettid, 0);
     int expected = TC_SHIM_UNINITIALISED;
@@ -267,7 +287,7 @@ struct tc_segment *tc_shim_initialise(void) {
         errno = saved_errno;
         if (state == TC_SHIM_ATTACHED) {
             __atomic_store_n(&tc_shim_attached_segment, attaching_segment, __ATOMIC_RELEASE);
-            if (tc_trace_mode == TC_TRACE_OFF) __atomic_store_n(&tc_shim_read_segment, attaching_segment, __ATOMIC_RELEASE);
+            if (tc_trace_mode == TC_TRACE_OFF) __atomic_store_n(&tc_shim_read_segment, attaching_read_segment, __ATOMIC_RELEASE);
         }
         __atomic_store_n(&tc_shim_state, state, __ATOMIC_RELEASE);
         return state == TC_SHIM_ATTACHED ? attaching_segment : NULL;

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include "clock.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
 #include "../trace/trace_mode.h"
@@ -38,10 +39,11 @@ __attribute__((always_inline)) static inline void own_clock(struct timespec *val
     if (__builtin_expect(creep != 0, 0)) tc_creep_apply(creep, value);
 }
 
-/* Reads not on the plain attached path: initialisation, recording, replay, real time. */
+/* Reads not on the plain attached path: initialisation, recording, replay, libfaketime's per-call settings, real time. */
 __attribute__((noinline)) static int virtual_time_otherwise(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment) return 0;
+    if (tc_faketime_active()) return tc_faketime_read(vclock, value);
     tc_segment_read_into(segment, vclock, value);
     if (tc_trace_mode == TC_TRACE_RECORDING) {
         int64_t creep = tc_own_creep();
@@ -303,6 +305,7 @@ time_t tc_vdso_entry_time(time_t *out) {
  */
 __attribute__((noinline)) static int traced_time_without_tls(int call, clockid_t clock, int vclock, struct timespec *value) {
     struct tc_segment *segment = __atomic_load_n(&tc_shim_attached_segment, __ATOMIC_ACQUIRE);
+    if (segment && tc_faketime_active()) return tc_faketime_read(vclock, value);
     if (!segment || tc_trace_mode == TC_TRACE_OFF) return 0;
     tc_segment_read_into(segment, vclock, value);
     if (tc_trace_mode == TC_TRACE_RECORDING) tc_trace_record_reading(call, clock, vclock, value);

@@ -8,7 +8,7 @@
  * `timectl run` uses.
  *
  * The check applies when the new image would be attached (its environment
- * names a segment). TIMECTL_ALLOW_UNCONTROLLED=1 in that environment lets
+ * names a segment, or holds libfaketime's variables). TIMECTL_ALLOW_UNCONTROLLED=1 in that environment lets
  * the program run on real time, with a warning. A refused exec fails with
  * EACCES, as for a file without execute permission: shells print
  * "Permission denied" and exit 126. (ENOEXEC would make a shell run the
@@ -28,6 +28,7 @@
 #include "exec.h"
 #include "../runtime/process.h"
 #include "../runtime/text.h"
+#include "timectl_faketime.h"
 #include "timectl_program.h"
 #include "timectl_program_support.h"
 
@@ -193,8 +194,8 @@ static int prepare_exec(int directory_fd, const char *path, char *const argv[], 
     *use = envp;
     *exec_path = path;
     *exec_argv = argv;
-    const char *segment = environment_value(envp, "TIMECTL_SEGMENT");
-    if (!segment || !*segment) return check_unattached_exec(directory_fd, path, envp);
+    /* A session, or libfaketime's variables: the new image will be on a timeline. */
+    if (!tc_environment_controls_time(envp)) return check_unattached_exec(directory_fd, path, envp);
     struct tc_program program;
     tc_program_inspect(directory_fd, path, &program);
     const char *problem = tc_program_problem(program.kind);

@@ -9,10 +9,12 @@
  * fstatat64 inside libc, out of reach of interposition, so each public name
  * is wrapped), then maps the times; on x86_64 and aarch64 the kernel's
  * struct stat is glibc's, stat64 included. TIMECTL_FILE_TIMES=real turns the
- * mapping off for a process (and what it starts, through the environment).
+ * mapping off for a process (and what it starts, through the environment),
+ * as libfaketime's NO_FAKE_STAT does on its settings.
  */
 #define _GNU_SOURCE
 #include "filetimes.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "timectl_filetimes.h"
 
@@ -30,8 +32,8 @@ static int file_times_mode;
 
 /* The session whose timeline maps file times, or NULL: unattached, or opted out. */
 static struct tc_segment *mapping_segment(void) {
-    struct tc_segment *segment = tc_shim_segment();
-    if (!segment) return NULL;
+    struct tc_segment *segment = tc_shim_timeline_segment();
+    if (!segment || (tc_faketime_active() && tc_faketime.file_times_real)) return NULL;
     int mode = __atomic_load_n(&file_times_mode, __ATOMIC_RELAXED);
     if (mode == 0) {
         const char *setting = getenv("TIMECTL_FILE_TIMES");
@@ -56,7 +58,8 @@ static int64_t file_time_granularity(void) {
 
 static void to_virtual(const struct tc_segment *segment, struct timespec *time) {
     int64_t real = tc_timespec_ns(*time);
-    *time = tc_timespec_from_ns(tc_file_time_to_virtual(segment, real, file_time_granularity()));
+    if (tc_faketime_active()) *time = tc_timespec_from_ns(tc_faketime_file_time(real));
+    else *time = tc_timespec_from_ns(tc_file_time_to_virtual(segment, real, file_time_granularity()));
 }
 
 static void stat_to_virtual(const struct tc_segment *segment, struct stat *st) {
@@ -170,6 +173,7 @@ TC_EXPORT int __fxstatat64(int, int, const char *, struct stat *, int) __attribu
 static struct timespec to_real(const struct tc_segment *segment, struct timespec time) {
     if (time.tv_nsec == UTIME_NOW || time.tv_nsec == UTIME_OMIT) return time;
     int64_t virtual_time = tc_timespec_ns(time);
+    if (tc_faketime_active()) return tc_timespec_from_ns(tc_faketime_file_time_back(virtual_time));
     return tc_timespec_from_ns(tc_file_time_to_real(segment, virtual_time));
 }
 

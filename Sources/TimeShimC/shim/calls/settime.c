@@ -43,6 +43,7 @@
 #define _GNU_SOURCE
 #include "settime.h"
 #include "clock.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
 #include "../trace/trace_mode.h"
@@ -95,6 +96,8 @@ static int64_t timespec_ns(int64_t sec, int64_t nsec, int *overflow) {
  * as the kernel would.
  */
 static long move_session_wall(struct tc_segment *segment, int call, int change, int64_t value) {
+    /* On libfaketime's settings the clock the program reads may not be the one its waits run on. */
+    segment = tc_faketime_active() ? tc_faketime.clock : segment;
     sigset_t all, saved;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &saved);

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "wait.h"
+#include "../runtime/faketime.h"
 #include "../runtime/process.h"
 #include "../runtime/starvation.h"
 #include "../runtime/threads.h"
@@ -107,7 +108,8 @@ int64_t tc_wait_absolute_deadline(struct tc_segment *segment, int vclock, int64_
     if (tc_trace_mode == TC_TRACE_REPLAYING) return tc_trace_session_deadline(segment, vclock, absolute);
     /* The thread's clocks are its creep ahead of the session's: it is due when its own clock gets there. */
     int64_t creep = tc_own_creep();
-    return absolute < INT64_MIN + creep ? INT64_MIN : absolute - creep;
+    int64_t deadline = absolute < INT64_MIN + creep ? INT64_MIN : absolute - creep;
+    return tc_faketime_active() ? tc_faketime_wait_deadline(segment, vclock, deadline) : deadline;
 }
 
 void tc_wait_end_cleanup(void *argument) { tc_wait_end((struct tc_wait *)argument); }
