@@ -235,7 +235,7 @@ static struct tc_segment *private_segment(void) {
     unique_name(&name, "faketime-", ".private");
     struct tc_mapping mapping;
     struct tc_failure failure = {0};
-    int result = tc_segment_create((int)fd, "faketime", name.text, &mapping, &failure);
+    int result = tc_segment_create((int)fd, "faketime", name.text, NULL, &mapping, &failure);
     tc_raw_syscall(SYS_unlinkat, fd, name.text, 0);
     tc_raw_syscall(SYS_close, fd);
     if (result != TC_OK) refuse("cannot make a clock segment in ", directory, NULL);
@@ -290,7 +290,7 @@ static struct tc_segment *shared_segment(long directory_fd, const char *director
         if (result != TC_E_MISSING) refuse_segment(shared_path, &failure);
         struct tc_text temporary;
         unique_name(&temporary, ".faketime-", ".configuring");
-        if (tc_segment_create((int)directory_fd, "faketime", temporary.text, &mapping, &failure) != TC_OK)
+        if (tc_segment_create((int)directory_fd, "faketime", temporary.text, NULL, &mapping, &failure) != TC_OK)
             refuse("cannot make a clock segment in ", directory, NULL);
         tc_faketime.clock = mapping.segment;
         result = tc_faketime_apply_spec(&tc_faketime.spec, 1);

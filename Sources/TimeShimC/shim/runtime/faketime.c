@@ -273,7 +273,7 @@ static int32_t tree_pid;
 
 static void register_in_tree(void) {
     tree_pid = (int32_t)tc_raw_syscall(SYS_getpid, 0);
-    tree_slot = tc_proc_register(tc_faketime.clock, tree_pid, tc_real_ns(CLOCK_BOOTTIME));
+    tree_slot = tc_proc_register(tc_faketime.clock, tree_pid, tc_real_ns(CLOCK_BOOTTIME), (int32_t)tc_raw_syscall(SYS_getppid, 0));
 }
 
 void tc_faketime_join_tree(const char *path, uint64_t device, uint64_t inode) {
