@@ -27,6 +27,7 @@
 #include "../runtime/text.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,6 +529,15 @@ static int matches(const struct tc_event *event, struct tc_event_kind asked, int
  * has (harmless). Anything else: the thread's divergence, reported at the
  * tentative reading's call.
  */
+static void report_tentative(struct replay_thread *state, struct tc_segment *segment) {
+    state->tentative = 0;
+    uint32_t calls = state->calls;
+    state->calls = state->tentative_call;
+    diverge(state, segment, state->tentative_reason, state->tentative_expected ? &state->expected : NULL,
+            state->tentative_asked);
+    state->calls = calls;
+}
+
 static void settle_tentative(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
                              int vclock) {
     if (!state->tentative || asked.type == TC_EVENT_WAIT_BEGIN) {
@@ -536,14 +546,32 @@ static void settle_tentative(struct replay_thread *state, struct tc_segment *seg
     }
     struct tc_decoder ahead = state->decoder;
     struct tc_event next;
-    state->tentative = 0;
-    if (tc_decode_event(&ahead, &next) == 1 && matches(&next, asked, vclock)) return;
-    uint32_t calls = state->calls;
-    state->calls = state->tentative_call;
-    diverge(state, segment, state->tentative_reason, state->tentative_expected ? &state->expected : NULL,
-            state->tentative_asked);
-    state->calls = calls;
+    if (tc_decode_event(&ahead, &next) == 1 && matches(&next, asked, vclock)) {
+        state->tentative = 0;
+        return;
+    }
+    report_tentative(state, segment);
 }
+
+/* A thread that ends after a tentative reading: it was the last thing the thread did, and no wait explains it.
+   (The main thread's last readings as its process exits are passed over: an interpreter's shutdown reads the
+   clock as often as its threads' last moments make it.) */
+static pthread_key_t tentative_key;
+static pthread_once_t tentative_key_once = PTHREAD_ONCE_INIT;
+
+static void settle_at_thread_end(void *argument) {
+    struct replay_thread *state = argument;
+    if (state->tentative && !state->diverged) report_tentative(state, tc_shim_segment());
+}
+
+static void make_tentative_key(void) { pthread_key_create(&tentative_key, settle_at_thread_end); }
+
+static void watch_thread_end(struct replay_thread *state) {
+    if (tc_trace_threads_in_slots()) return;  /* a static program's threads: pthread's keys are not theirs */
+    pthread_once(&tentative_key_once, make_tentative_key);
+    pthread_setspecific(tentative_key, state);
+}
+
 
 /* Takes the next recorded event if it is the one asked for; else diverges. Returns 1 if taken. */
 static int replay_next(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
@@ -587,6 +615,7 @@ static int replay_next(struct replay_thread *state, struct tc_segment *segment, 
         if (decoded == 1) state->expected = *event;
         state->tentative_asked = asked;
         state->tentative_vclock = vclock;
+        watch_thread_end(state);
         event->type = TC_EVENT_READ;
         event->vclock = vclock;
         event->value = state->last[vclock];
