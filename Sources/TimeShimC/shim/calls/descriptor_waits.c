@@ -120,11 +120,21 @@ static int poll_until(struct tc_segment *segment, struct pollfd *fds, nfds_t cou
     return result;
 }
 
+/* poll() before libc's is resolved: the kernel's poll, which aarch64 has only as ppoll. */
+static long raw_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
+#if defined(__x86_64__)
+    return tc_raw_syscall(SYS_poll, fds, count, timeout_ms);
+#elif defined(__aarch64__)
+    struct timespec timeout = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+    return tc_raw_syscall(SYS_ppoll, fds, count, timeout_ms < 0 ? NULL : &timeout, NULL, 8);
+#endif
+}
+
 static int shim_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
     struct tc_segment *segment = tc_shim_segment();
     if (segment && timeout_ms == 0) tc_spin_note_futile_wait(segment);
     if (!segment || timeout_ms <= 0) {
-        if (!tc_real.poll) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_poll, fds, count, timeout_ms));
+        if (!tc_real.poll) return (int)tc_shim_errno_result(raw_poll(fds, count, timeout_ms));
         return tc_real.poll(fds, count, timeout_ms);
     }
     return poll_until(segment, fds, count, (int64_t)timeout_ms * 1000000, NULL);
