@@ -178,6 +178,8 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
     struct tc_wait wait;
     struct tc_signal_guard guard;
     volatile int result = -1, error = ETIMEDOUT; /* pthread_cleanup_push may use setjmp */
+    /* From the call's start, as a sleep counts them (calls/sleep.c). */
+    uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
     tc_wait_begin(&wait, segment, TC_WAIT_SEM, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     tc_signal_guard_enter(&guard);
@@ -186,7 +188,6 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_real_remaining(&view, deadline);
         if (real == 0) break;
-        uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
         tc_signal_guard_open(&guard);
         int returned = real_sem_wait(sem, real < TC_SLICE_NS ? real : TC_SLICE_NS);
         int returned_errno = errno;
