@@ -148,8 +148,9 @@ static const char *fit_preload(int musl, int drop, const char *runtime, char *co
     }
     for (const char *at = current; at && *at;) {
         size_t part = strcspn(at, ": ");
-        const char *text = at == entry ? replacement : at;
-        size_t count = at == entry ? strlen(replacement) : part;
+        int replaced_here = swap && at == entry;
+        const char *text = replaced_here ? replacement : at;
+        size_t count = replaced_here ? strlen(replacement) : part;
         if (count) {
             if (!first) append(preload, preload_capacity, &length, ":");
             append_bytes(preload, preload_capacity, &length, text, count);
