@@ -67,8 +67,13 @@ install -m 0644 "$generated/_timectl" "$package/usr/share/zsh/vendor-completions
 install -m 0644 "$generated/timectl.fish" "$package/usr/share/fish/vendor_completions.d/timectl.fish"
 
 # Static on purpose: it starts in about 1 ms in front of every controlled
-# command, and the shim can never be preloaded into it.
-echo "timectl: statically-linked-binary [usr/bin/timectl]" > "$package/usr/share/lintian/overrides/timectl"
+# command, and the shim can never be preloaded into it. The musl build of
+# the shim needs musl's libc.so (musl programs bring it), never glibc's.
+{
+    echo "timectl: statically-linked-binary [usr/bin/timectl]"
+    echo "# For programs linked with musl: it needs musl's libc.so, which they bring, not glibc's."
+    echo "timectl: library-not-linked-against-libc [usr/lib/timectl/libTimeShim-musl.so]"
+} > "$package/usr/share/lintian/overrides/timectl"
 chmod 0644 "$package/usr/share/lintian/overrides/timectl"
 
 # Machine-readable (DEP-5), pointing at Debian's copy of the licence text.
