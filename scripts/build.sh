@@ -86,4 +86,11 @@ else
 fi
 bin=$(swift build -c "$configuration" --show-bin-path)
 scripts/build-shim.sh "$bin/libTimeShim.so"
-echo "built $bin/timectl and $bin/libTimeShim.so"
+# The build for musl programs (Alpine's), beside it; without musl-gcc such programs are refused with one line.
+if command -v musl-gcc >/dev/null; then
+    scripts/build-shim-musl.sh "$bin/libTimeShim-musl.so"
+    echo "built $bin/timectl, $bin/libTimeShim.so and $bin/libTimeShim-musl.so"
+else
+    rm -f "$bin/libTimeShim-musl.so"
+    echo "built $bin/timectl and $bin/libTimeShim.so (no musl-gcc: musl programs will be refused; install musl-tools to build libTimeShim-musl.so)"
+fi

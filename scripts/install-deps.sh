@@ -23,15 +23,20 @@ esac
 #   verb), man-db (the installed man page), lintian (the Debian package),
 #   python3, default-jdk-headless, ruby, golang-go, rustc, erlang-base: real
 #   runtimes the tests run unmodified on the session's time; libglib2.0-dev and
-#   pkg-config: GLib's condition variables and queues, which wait with raw futex calls.
+#   pkg-config: GLib's condition variables and queues, which wait with raw futex calls;
 #   iputils-ping (a program given capabilities by its file; the kernel's packet
-#   time stamps) and libcap2-bin (setcap, to give a test program capabilities).
+#   time stamps) and libcap2-bin (setcap, to give a test program capabilities);
 #   dpkg-dev (dpkg-source, for apt-get source) and perl: libfaketime's own test
-#   suite, fetched from Debian's registry (scripts/test-libfaketime-suite.sh).
+#   suite, fetched from Debian's registry (scripts/test-libfaketime-suite.sh);
+#   musl-tools: musl-gcc, which builds the shim for musl programs and the musl
+#   programs the tests run; gcc-aarch64-linux-gnu and libc6-dev-arm64-cross: the
+#   aarch64 build of the shim and of the programs that qemu-user (qemu-user)
+#   runs against the native timectl (scripts/test-shim-aarch64.sh, AArch64Tests).
 packages=(
     binutils gcc g++ libc6-dev libasan8 libubsan1 libtsan2 make findutils coreutils git
     gdb man-db lintian python3 default-jdk-headless ruby golang-go rustc erlang-base
     libglib2.0-dev pkg-config iputils-ping libcap2-bin dpkg-dev perl
+    musl-tools gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
 )
 
 missing_of() {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the release build like a Unix tool:
 #   PREFIX/bin/timectl, PREFIX/lib/libTimeShim.so (timectl finds the shim in
-#   ../lib relative to itself) and PREFIX/lib/timectl-static-loader beside it
-#   (it runs statically linked programs attached), the man page PREFIX/share/man/man1/timectl.1,
+#   ../lib relative to itself), PREFIX/lib/libTimeShim-musl.so beside it (for
+#   programs linked with musl; built when musl-gcc is installed) and
+#   PREFIX/lib/timectl-static-loader (it runs statically linked programs
+#   attached), the man page PREFIX/share/man/man1/timectl.1,
 #   and completions in PREFIX/share/bash-completion/completions/timectl,
 #   PREFIX/share/zsh/site-functions/_timectl and
 #   PREFIX/share/fish/vendor_completions.d/timectl.fish.
@@ -21,6 +23,7 @@ done
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=$root/.build/release
 if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ] || [ ! -x "$bin/timectl-static-loader" ]; then "$root/scripts/build.sh" -c release; fi
+if [ ! -f "$bin/libTimeShim-musl.so" ] && command -v musl-gcc >/dev/null; then "$root/scripts/build-shim-musl.sh" "$bin/libTimeShim-musl.so"; fi
 generated=$(mktemp -d)
 trap 'rm -rf "$generated"' EXIT
 "$root/scripts/generate-manual-and-completions.sh" "$generated"
@@ -29,8 +32,15 @@ install -d "$prefix/bin" "$prefix/lib" "$prefix/share/man/man1" "$prefix/share/b
 install -m 0755 "$bin/timectl" "$prefix/bin/timectl"
 install -m 0644 "$bin/libTimeShim.so" "$prefix/lib/libTimeShim.so"
 install -m 0755 "$bin/timectl-static-loader" "$prefix/lib/timectl-static-loader"
+musl="and no libTimeShim-musl.so (no musl-gcc: musl programs will be refused)"
+if [ -f "$bin/libTimeShim-musl.so" ]; then
+    install -m 0644 "$bin/libTimeShim-musl.so" "$prefix/lib/libTimeShim-musl.so"
+    musl="$prefix/lib/libTimeShim-musl.so"
+else
+    rm -f "$prefix/lib/libTimeShim-musl.so"  # an older one would not match this shim's segment layout
+fi
 install -m 0644 "$generated/timectl.1" "$prefix/share/man/man1/timectl.1"
 install -m 0644 "$generated/timectl.bash" "$prefix/share/bash-completion/completions/timectl"
 install -m 0644 "$generated/_timectl" "$prefix/share/zsh/site-functions/_timectl"
 install -m 0644 "$generated/timectl.fish" "$prefix/share/fish/vendor_completions.d/timectl.fish"
-echo "installed $prefix/bin/timectl, $prefix/lib/libTimeShim.so, $prefix/lib/timectl-static-loader, the man page and bash, zsh and fish completions"
+echo "installed $prefix/bin/timectl, $prefix/lib/libTimeShim.so, $prefix/lib/timectl-static-loader, $musl, the man page and bash, zsh and fish completions"

@@ -3,6 +3,7 @@
 # release build (scripts/build.sh -c release; built here if missing):
 #   /usr/bin/timectl                          static, finds the shim in ../lib/timectl
 #   /usr/lib/timectl/libTimeShim.so
+#   /usr/lib/timectl/libTimeShim-musl.so       the shim for programs linked with musl (musl-gcc builds it)
 #   /usr/lib/timectl/timectl-static-loader     runs statically linked programs attached
 #   /usr/share/man/man1/timectl.1.gz
 #   /usr/share/bash-completion/completions/timectl
@@ -21,6 +22,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 bin=$root/.build/release
 if [ ! -x "$bin/timectl" ] || [ ! -f "$bin/libTimeShim.so" ] || [ ! -x "$bin/timectl-static-loader" ]; then scripts/build.sh -c release; fi
+# The package serves musl programs too: their build of the shim is not optional here.
+if [ ! -f "$bin/libTimeShim-musl.so" ]; then
+    command -v musl-gcc >/dev/null || { echo "package-deb.sh: musl-gcc is missing, which builds libTimeShim-musl.so (Debian: apt-get install musl-tools)" >&2; exit 1; }
+    scripts/build-shim-musl.sh "$bin/libTimeShim-musl.so"
+fi
 for tool in dpkg-deb dpkg objdump strip gzip; do
     command -v "$tool" >/dev/null || { echo "package-deb.sh: $tool is missing (Debian: apt-get install dpkg-dev binutils gzip)" >&2; exit 1; }
 done
@@ -51,17 +57,23 @@ install -d -m 0755 "$package/DEBIAN" "$package/usr/bin" "$package/usr/lib/timect
     "$package/usr/share/doc/timectl" "$package/usr/share/lintian/overrides"
 install -m 0755 "$bin/timectl" "$package/usr/bin/timectl"
 install -m 0644 "$bin/libTimeShim.so" "$package/usr/lib/timectl/libTimeShim.so"
+install -m 0644 "$bin/libTimeShim-musl.so" "$package/usr/lib/timectl/libTimeShim-musl.so"
 install -m 0755 "$bin/timectl-static-loader" "$package/usr/lib/timectl/timectl-static-loader"
 strip --strip-unneeded --remove-section=.comment --remove-section=.note "$package/usr/bin/timectl" "$package/usr/lib/timectl/libTimeShim.so" \
-    "$package/usr/lib/timectl/timectl-static-loader"
+    "$package/usr/lib/timectl/libTimeShim-musl.so" "$package/usr/lib/timectl/timectl-static-loader"
 gzip -9n < "$generated/timectl.1" > "$package/usr/share/man/man1/timectl.1.gz"
 install -m 0644 "$generated/timectl.bash" "$package/usr/share/bash-completion/completions/timectl"
 install -m 0644 "$generated/_timectl" "$package/usr/share/zsh/vendor-completions/_timectl"
 install -m 0644 "$generated/timectl.fish" "$package/usr/share/fish/vendor_completions.d/timectl.fish"
 
 # Static on purpose: it starts in about 1 ms in front of every controlled
-# command, and the shim can never be preloaded into it.
-echo "timectl: statically-linked-binary [usr/bin/timectl]" > "$package/usr/share/lintian/overrides/timectl"
+# command, and the shim can never be preloaded into it. The musl build of
+# the shim needs musl's libc.so (musl programs bring it), never glibc's.
+{
+    echo "timectl: statically-linked-binary [usr/bin/timectl]"
+    echo "# For programs linked with musl: it needs musl's libc.so, which they bring, not glibc's."
+    echo "timectl: library-not-linked-against-libc [usr/lib/timectl/libTimeShim-musl.so]"
+} > "$package/usr/share/lintian/overrides/timectl"
 chmod 0644 "$package/usr/share/lintian/overrides/timectl"
 
 # Machine-readable (DEP-5), pointing at Debian's copy of the licence text.

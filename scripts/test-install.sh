@@ -13,7 +13,7 @@ prefix=$work/prefix
 "$root/scripts/install.sh" --prefix "$prefix" >/dev/null
 timectl=$prefix/bin/timectl
 
-for file in bin/timectl lib/libTimeShim.so lib/timectl-static-loader share/man/man1/timectl.1 share/bash-completion/completions/timectl \
+for file in bin/timectl lib/libTimeShim.so lib/libTimeShim-musl.so lib/timectl-static-loader share/man/man1/timectl.1 share/bash-completion/completions/timectl \
             share/zsh/site-functions/_timectl share/fish/vendor_completions.d/timectl.fish; do
     [ -s "$prefix/$file" ] || fail "$prefix/$file was not installed"
 done
@@ -50,5 +50,9 @@ run() { env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION 
 run freeze @1451649600
 [ "$(run run -- date +%s)" = 1451649600 ] || fail "timectl run -- date +%s did not print the frozen time"
 [ "$(run run -- sh -c 'echo $LD_PRELOAD')" = "$prefix/lib/libTimeShim.so" ] || fail "the installed timectl did not preload $prefix/lib/libTimeShim.so"
+# A program linked with musl gets the installed musl build.
+printf '#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\nint main(void) { printf("%%lld %%s\\n", (long long)time(NULL), getenv("LD_PRELOAD")); return 0; }\n' > "$work/musl.c"
+musl-gcc -o "$work/musl" "$work/musl.c" || fail "musl-gcc could not build a probe (install musl-tools)"
+[ "$(run run -- "$work/musl")" = "1451649600 $prefix/lib/libTimeShim-musl.so" ] || fail "the installed timectl did not run a musl program on its musl build: $(run run -- "$work/musl" 2>&1)"
 run session remove default
-echo "test-install.sh: passed (man page, completions, timectl $version run attached)"
+echo "test-install.sh: passed (man page, completions, timectl $version run attached, a glibc and a musl program)"

@@ -4,7 +4,8 @@
 # names package timectl for this architecture; the binary, the shim, the man
 # page and the completions are in it; its copyright file names Apache-2.0;
 # lintian finds no error; and a copy unpacked anywhere (`dpkg-deb -x`) runs
-# a command attached, with the shim found relative to timectl.
+# a command attached, with the shim found relative to timectl, and a program
+# linked with musl on the packaged musl build.
 #   scripts/test-package-deb.sh      (builds the release build if missing)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +27,7 @@ grep -q "^ Architecture: $architecture$" <<<"$info" || fail "dpkg-deb -I does no
 grep -q "^ Version: $version$" <<<"$info" || fail "dpkg-deb -I does not name version $version: $info"
 
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/timectl ./usr/lib/timectl/libTimeShim.so ./usr/lib/timectl/timectl-static-loader ./usr/share/man/man1/timectl.1.gz \
+for path in ./usr/bin/timectl ./usr/lib/timectl/libTimeShim.so ./usr/lib/timectl/libTimeShim-musl.so ./usr/lib/timectl/timectl-static-loader ./usr/share/man/man1/timectl.1.gz \
             ./usr/share/bash-completion/completions/timectl ./usr/share/zsh/vendor-completions/_timectl \
             ./usr/share/fish/vendor_completions.d/timectl.fish ./usr/share/doc/timectl/copyright \
             ./usr/share/doc/timectl/changelog.Debian.gz; do
@@ -54,6 +55,10 @@ run freeze @1451649600
 [ "$(run run -- date +%s)" = 1451649600 ] || fail "the unpacked timectl did not run date +%s on the frozen session"
 [ "$(run run -- sh -c 'echo $LD_PRELOAD')" = "$work/unpacked/usr/lib/timectl/libTimeShim.so" ] \
     || fail "the unpacked timectl did not preload its own shim"
+printf '#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\nint main(void) { printf("%%lld %%s\\n", (long long)time(NULL), getenv("LD_PRELOAD")); return 0; }\n' > "$work/musl.c"
+musl-gcc -o "$work/musl" "$work/musl.c" || fail "musl-gcc could not build a probe (install musl-tools)"
+[ "$(run run -- "$work/musl")" = "1451649600 $work/unpacked/usr/lib/timectl/libTimeShim-musl.so" ] \
+    || fail "the unpacked timectl did not run a musl program on its musl build: $(run run -- "$work/musl" 2>&1)"
 run session remove default
 man -l "$work/unpacked/usr/share/man/man1/timectl.1.gz" > /dev/null 2>"$work/man.err" && [ ! -s "$work/man.err" ] \
     || fail "man -l of the packaged page: $(cat "$work/man.err")"

@@ -55,15 +55,19 @@ int main(void) {
     printf("syscall_clock_gettime_monotonic %lld\n", ns(ts));
     syscall(SYS_gettimeofday, &tv, NULL);
     printf("syscall_gettimeofday %lld\n", (long long)tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL);
+#ifdef SYS_time /* x86-64's; aarch64 has none */
     printf("syscall_time %lld\n", (long long)syscall(SYS_time, NULL) * 1000000000LL);
+#endif
     int (*private_clock_gettime)(clockid_t, struct timespec *) = dlsym(RTLD_DEFAULT, "__clock_gettime");
     if (private_clock_gettime && private_clock_gettime(CLOCK_REALTIME, &ts) == 0)
         printf("__clock_gettime %lld\n", ns(ts));
+#ifdef __GLIBC__ /* musl has no ntp_gettime */
     struct ntptimeval ntv;
     struct timex tx = {0};
     int nano = adjtimex(&tx) >= 0 && (tx.status & STA_NANO);
     if (ntp_gettime(&ntv) >= 0)
         printf("ntp_gettime %lld\n", (long long)ntv.time.tv_sec * 1000000000LL + (long long)ntv.time.tv_usec * (nano ? 1 : 1000));
+#endif
     /* errno must be untouched by successful reads. */
     errno = 12345;
     clock_gettime(CLOCK_REALTIME, &ts);

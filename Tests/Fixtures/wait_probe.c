@@ -22,6 +22,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* glibc's clock-taking waits (2.30); musl has none: their kinds fail there with a line saying so. */
+#ifndef __GLIBC__
+static int unavailable(const char *name) {
+    fprintf(stderr, "wait_probe: %s is not in this C library\n", name);
+    exit(2);
+}
+#define pthread_cond_clockwait(cond, mutex, clock, deadline) unavailable("pthread_cond_clockwait")
+#define sem_clockwait(semaphore, clock, deadline) unavailable("sem_clockwait")
+#endif
+
 static int64_t now_ns(clockid_t clock) {
     struct timespec ts;
     clock_gettime(clock, &ts);

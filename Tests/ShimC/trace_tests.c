@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,17 @@ struct workload {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond;
+static struct workload workload_threads[2];
+static int second_thread_done;
 
 static void *workload_thread(void *argument) {
     struct workload *self = argument;
     for (int i = 0; i < self->reads; i++) {
+        /* Thread A's last recorded reading comes after thread B's last, in the recording and in the replay alike:
+           a reading past the recording then continues from A's (the process's last replayed value), whatever the
+           threads' speeds (under qemu-user they differ most). No clock is read while it waits. */
+        if (self == &workload_threads[0] && i == WORKLOAD_READS - 1)
+            while (!__atomic_load_n(&second_thread_done, __ATOMIC_ACQUIRE)) sched_yield();
         self->values[i] = now_ns(CLOCK_REALTIME);
         if (i == WORKLOAD_READS / 2) {
             /* A timed wait whose deadline has passed: recorded, and replayed, as a wait. */
@@ -42,6 +50,7 @@ static void *workload_thread(void *argument) {
             pthread_mutex_unlock(&lock);
         }
     }
+    if (self == &workload_threads[1]) __atomic_store_n(&second_thread_done, 1, __ATOMIC_RELEASE);
     return NULL;
 }
 
@@ -66,7 +75,7 @@ static void *go_workload_thread(void *argument) {
 int run_workload(void) {
     const char *extra = getenv("SHIM_TEST_EXTRA");
     int go = getenv("SHIM_TEST_GO") != NULL;
-    static struct workload threads[2];
+    struct workload *threads = workload_threads;
     threads[0].reads = WORKLOAD_READS + (extra ? atoi(extra) : 0) * (go ? 3 : 1);
     threads[1].reads = WORKLOAD_READS;
     pthread_cond_init(&cond, NULL);

@@ -192,8 +192,9 @@ public struct CommandRunner: Sendable {
         let allowing = allowingUncontrolled || Self.allowsUncontrolled(environment)
         let executable = try Spawn.resolve(command, path: Spawn.searchPath(in: environment))
         let program = try Spawn.checkControllable(executable, as: command, allowingUncontrolled: allowing)
-        let spawned = try shimEnvironment.commandLine(for: program, executable: executable, arguments: arguments, as: command)
-        var childEnvironment = shimEnvironment.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
+        let fitted = try shimEnvironment.fitted(to: program, as: command, allowingUncontrolled: allowing)
+        let spawned = try fitted.commandLine(for: program, executable: executable, arguments: arguments, as: command)
+        var childEnvironment = fitted.environmentEntries(inheriting: environment, sanitizerRuntime: program.sanitizerRuntime)
             .filter { !$0.hasPrefix(TC_RUN_VARIABLE + "=") } + [TC_RUN_VARIABLE + "=" + run.token]
         if allowing { childEnvironment.append(Self.allowUncontrolledVariable + "=1") }
 

@@ -16,6 +16,10 @@ struct Program {
     let sanitizerRuntime: String?
     /// Its DT_NEEDED entries.
     let needed: [String]
+    /// Whether musl's dynamic loader starts it (its `PT_INTERP` is `ld-musl-*`): it needs the musl build of the shim.
+    let isMusl: Bool
+    /// Its dynamic loader (`PT_INTERP`), empty when it has none.
+    let interpreter: String
 
     init(path: String) {
         var program = tc_program()
@@ -26,6 +30,8 @@ struct Program {
         decidedOn = withUnsafeBytes(of: &program.decided_on) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let runtime = withUnsafeBytes(of: &program.sanitizer_runtime) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         sanitizerRuntime = runtime.isEmpty ? nil : runtime
+        isMusl = program.is_musl != 0
+        interpreter = withUnsafeBytes(of: &program.interpreter) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         let count = Int(program.needed_count)
         needed = withUnsafeBytes(of: &program.needed) { raw in
             let width = raw.count / Int(TC_PROGRAM_MAX_NEEDED)

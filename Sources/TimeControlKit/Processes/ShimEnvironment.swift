@@ -21,6 +21,8 @@ public struct ShimEnvironment: Sendable, Hashable {
     /// libfaketime's variables (`NAME=VALUE`) that put the process tree on a clock of
     /// their own instead of a session (`timectl faketime`); nil for a session's environment.
     let faketimeEntries: [String]?
+    /// False for a program let run on real time for want of a build of the shim it can load: it is given none.
+    private(set) var preloadsShim = true
 
     /// An environment with an explicit shim and segment.
     ///
@@ -31,6 +33,13 @@ public struct ShimEnvironment: Sendable, Hashable {
         self.segmentPath = segmentPath
         privateSegment = nil
         faketimeEntries = nil
+    }
+
+    private init(shimPath: String, segmentPath: String, privateSegment: String?, faketimeEntries: [String]?) {
+        self.shimPath = shimPath
+        self.segmentPath = segmentPath
+        self.privateSegment = privateSegment
+        self.faketimeEntries = faketimeEntries
     }
 
     /// Attaches to `session` with the shim found by ``locateShim(environment:)``.
@@ -63,12 +72,12 @@ public struct ShimEnvironment: Sendable, Hashable {
     public func variables(inheritedPreload: String?, sanitizerRuntime: String? = nil) -> [(name: String, value: String)] {
         let others = (inheritedPreload ?? "")
             .split(whereSeparator: { $0 == ":" || $0 == " " })
-            .filter { !$0.hasSuffix("/libTimeShim.so") && $0 != "libTimeShim.so" && $0 != sanitizerRuntime ?? "" }
+            .filter { !Self.namesShim($0) && $0 != sanitizerRuntime ?? "" }
         // Joined by hand: joined(separator:) is not specialised here, and its first call looks its types up at run time.
-        var preload = sanitizerRuntime.map { $0 + ":" } ?? ""
-        preload += shimPath
+        var preload = sanitizerRuntime ?? ""
+        if preloadsShim { preload += preload.isEmpty ? shimPath : ":" + shimPath }
         for other in others {
-            preload += ":"
+            if !preload.isEmpty { preload += ":" }
             preload.append(contentsOf: other)
         }
         if let faketimeEntries {
@@ -81,6 +90,44 @@ public struct ShimEnvironment: Sendable, Hashable {
             ("LD_PRELOAD", preload),
             ("TIMECTL_SEGMENT", segmentPath),
         ]
+    }
+
+    /// Whether an `LD_PRELOAD` entry names a build of the shim (for glibc or musl).
+    static func namesShim(_ entry: Substring) -> Bool {
+        [shimFileName, muslShimFileName].contains { entry == $0 || entry.hasSuffix("/" + $0) }
+    }
+
+    static let shimFileName = TC_SHIM_FILE_NAME
+    static let muslShimFileName = TC_SHIM_MUSL_FILE_NAME
+
+    /// Where the build of the shim for musl programs is: beside the glibc build.
+    public var muslShimPath: String { FilePaths.parent(of: shimPath) + "/" + Self.muslShimFileName }
+
+    /// The environment that attaches `program` (SPEC §12): a program that
+    /// musl's dynamic loader starts (`PT_INTERP` `ld-musl-*`) is preloaded
+    /// the musl build of the shim, from beside the glibc build, which its
+    /// loader cannot load; every other program (static ones run through
+    /// the loader, a glibc program) keeps this one. Without a musl build,
+    /// such a program is refused, or, with `allowingUncontrolled`, run on
+    /// real time with a warning and no shim. The shim makes the same choice
+    /// at every exec of an attached process.
+    func fitted(to program: Program, as command: String, allowingUncontrolled: Bool = false) throws(TimeControlError) -> ShimEnvironment {
+        guard program.isMusl, !program.runsThroughLoader else { return self }
+        let musl = muslShimPath
+        guard access(musl, R_OK) == 0 else {
+            let reason = "\(program.decidedOn) is linked with musl (its loader is \(program.interpreter)), and no build of the shim for musl is beside \(shimPath) (\(Self.muslShimFileName): scripts/build.sh builds it with musl-gcc, from musl-tools)"
+            guard allowingUncontrolled else {
+                throw .cannotControl(command: command, reason: reason + "; it would run on real time (--allow-uncontrolled runs it so, with a warning)")
+            }
+            let line = "timectl: warning: \(command) runs on real time: \(reason)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            var uncontrolled = self
+            uncontrolled.preloadsShim = false
+            return uncontrolled
+        }
+        try Self.verifyShim(musl)
+        return ShimEnvironment(shimPath: musl, segmentPath: segmentPath, privateSegment: privateSegment,
+                               faketimeEntries: faketimeEntries)
     }
 
     /// The sanitizer runtime (ASan, TSan, UBSan…) that `executable` is
@@ -195,7 +242,9 @@ public struct ShimEnvironment: Sendable, Hashable {
         guard library.elfKind == TC_PROGRAM_STATIC || library.elfKind == TC_PROGRAM_CONTROLLABLE else {
             throw .shimUnusable(path: path, problem: "not a 64-bit ELF shared library of this machine")
         }
-        let extra = library.needed.filter { !($0 == "libc.so.6" || $0.hasPrefix("ld-linux")) }
+        // The musl build needs musl's libc.so, which is also its loader.
+        let libc: Set<String> = path.hasSuffix("/" + muslShimFileName) ? ["libc.so"] : ["libc.so.6"]
+        let extra = library.needed.filter { !(libc.contains($0) || $0.hasPrefix("ld-linux")) }
         if !extra.isEmpty {
             throw .shimUnusable(path: path, problem: "it needs \(extra.joined(separator: ", ")) besides libc (build it with scripts/build.sh, not SwiftPM)")
         }

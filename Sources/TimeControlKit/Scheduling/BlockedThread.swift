@@ -137,11 +137,12 @@ final class WaitClassifier {
 
     private func classify(call: ProcFS.SystemCall, pid: Int32) -> (BlockedThread.Side, String) {
         let a = call.arguments
-        let name = Self.names[call.number] ?? "system call \(call.number)"
-        switch call.number {
-        case 0, 1, 17, 18, 19, 20, 295, 296, 327, 328, 42, 43, 44, 45, 46, 47, 288, 299, 307, 40, 275, 276:
+        let name = SystemCall.name(of: call.number)
+        switch SystemCall(number: call.number) {
+        case .read, .write, .pread64, .pwrite64, .readv, .writev, .preadv, .pwritev, .preadv2, .pwritev2, .connect, .accept,
+             .sendto, .recvfrom, .sendmsg, .recvmsg, .accept4, .recvmmsg, .sendmmsg, .sendfile, .splice, .tee:
             return descriptors([Int32(truncatingIfNeeded: a[0])], pid: pid, call: name)
-        case 7, 271:  // poll, ppoll: an array of {int fd; short events; short revents}
+        case .poll, .ppoll:  // an array of {int fd; short events; short revents}
             let count = Int(min(a[1], 4096))
             guard let bytes = ProcFS.memory(pid: pid, address: a[0], count: count * 8) else { return (.outside, "\(name) (its descriptors unreadable)") }
             var fds: [Int32] = []
@@ -152,7 +153,7 @@ final class WaitClassifier {
                 if fd >= 0 { fds.append(fd) }
             }
             return descriptors(fds, pid: pid, call: name)
-        case 23, 270:  // select, pselect6: three fd_set bitmaps of `nfds` bits
+        case .select, .pselect6:  // three fd_set bitmaps of `nfds` bits
             let nfds = Int(min(a[0], 65536)), size = (nfds + 7) / 8
             var fds: Set<Int32> = []
             for set in [a[1], a[2], a[3]] where set != 0 {
@@ -160,17 +161,17 @@ final class WaitClassifier {
                 for fd in 0..<nfds where bytes[fd / 8] & (1 << (fd % 8)) != 0 { fds.insert(Int32(fd)) }
             }
             return descriptors(fds.sorted(), pid: pid, call: name)
-        case 232, 281, 441:  // epoll_wait, epoll_pwait, epoll_pwait2
+        case .epoll_wait, .epoll_pwait, .epoll_pwait2:
             return descriptors([Int32(truncatingIfNeeded: a[0])], pid: pid, call: name)
-        case 202, 449:
+        case .futex, .futex_waitv:
             return (.inside, name)
-        case 61, 247:
+        case .wait4, .waitid:
             return (.inside, "\(name) (a child)")
-        case 34, 128, 130:
+        case .pause, .rt_sigtimedwait, .rt_sigsuspend:
             return (.inside, "\(name) (a signal)")
-        case 35, 230:
+        case .nanosleep, .clock_nanosleep:
             return (.inside, name)
-        default:
+        case nil:
             return (.outside, "\(name) (not classified: taken as outside)")
         }
     }
@@ -274,15 +275,6 @@ final class WaitClassifier {
             capacity = count + 256
         }
     }
-
-    static let names: [Int: String] = [
-        0: "read", 1: "write", 7: "poll", 17: "pread64", 18: "pwrite64", 19: "readv", 20: "writev", 23: "select",
-        34: "pause", 35: "nanosleep", 40: "sendfile", 42: "connect", 43: "accept", 44: "sendto", 45: "recvfrom",
-        46: "sendmsg", 47: "recvmsg", 61: "wait4", 128: "rt_sigtimedwait", 130: "rt_sigsuspend", 202: "futex",
-        230: "clock_nanosleep", 232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll", 275: "splice",
-        276: "tee", 281: "epoll_pwait", 288: "accept4", 295: "preadv", 296: "pwritev", 299: "recvmmsg",
-        307: "sendmmsg", 327: "preadv2", 328: "pwritev2", 441: "epoll_pwait2", 449: "futex_waitv",
-    ]
 }
 
 /// One row of /proc/net/{tcp,tcp6,udp,udp6}.

@@ -345,13 +345,18 @@ public final class TimeSession: Sendable {
     ///
     /// Given the `executable` the launcher will start (a path, or a name
     /// looked up in `PATH`), a sanitizer runtime it is linked with (ASan,
-    /// TSan, UBSan) is preloaded before the shim, as it must be; what an
-    /// attached process execs later is fixed up by the shim itself.
+    /// TSan, UBSan) is preloaded before the shim, as it must be, and a musl
+    /// program gets the musl build of the shim (without one it is refused);
+    /// what an attached process execs later is fixed up by the shim itself.
     public func attachmentEnvironment(for executable: String? = nil) throws(TimeControlError) -> [String: String] {
-        let attachment = try ShimEnvironment(session: self)
-        let runtime = try executable.map { (name) throws(TimeControlError) in
-            ShimEnvironment.runtimeToPreload(forExecutable: try Spawn.resolve(name, path: Spawn.searchPath(in: ProcessEnvironment.entries)))
-        } ?? nil
+        var attachment = try ShimEnvironment(session: self)
+        var runtime: String? = nil
+        if let executable {
+            let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: ProcessEnvironment.entries))
+            let program = Program(path: resolved)
+            runtime = program.sanitizerRuntime
+            attachment = try attachment.fitted(to: program, as: executable)
+        }
         var variables: [String: String] = [:]
         for (name, value) in attachment.variables(inheritedPreload: ProcessEnvironment.value("LD_PRELOAD"), sanitizerRuntime: runtime) {
             variables[name] = value
@@ -387,9 +392,10 @@ public final class TimeSession: Sendable {
         entries += environment.map { "\($0.key)=\($0.value)" }
         let resolved = try Spawn.resolve(executable, path: Spawn.searchPath(in: entries))
         let program = try Spawn.checkControllable(resolved, as: executable)
-        let childEnvironment = attachment.environmentEntries(inheriting: entries, sanitizerRuntime: program.sanitizerRuntime)
-        let started = try attachment.commandLine(for: program, executable: resolved, arguments: [executable] + arguments,
-                                                 as: executable)
+        let fitted = try attachment.fitted(to: program, as: executable)
+        let childEnvironment = fitted.environmentEntries(inheriting: entries, sanitizerRuntime: program.sanitizerRuntime)
+        let started = try fitted.commandLine(for: program, executable: resolved, arguments: [executable] + arguments,
+                                             as: executable)
         let process = try ControlledProcess(session: self, executable: started.executable, command: started.arguments,
                                             environment: childEnvironment, workingDirectory: workingDirectory)
         spawnedGroups.withLock { $0.append(process.pid) }

@@ -100,6 +100,18 @@ static int file_notes_mark_go_program(int fd, uint64_t offset, uint64_t size, ui
     return tc_notes_mark_go_program(notes, (uint64_t)length, alignment);
 }
 
+/* PT_INTERP's path, and whether it is musl's loader (/lib/ld-musl-x86_64.so.1): by its file name, as musl installs it. */
+static void read_interpreter(int fd, uint64_t offset, uint64_t size, struct tc_program *program) {
+    char path[sizeof program->interpreter];
+    long got = read_at(fd, path, size < sizeof path - 1 ? size : sizeof path - 1, offset);
+    path[got] = 0;
+    copy_text(program->interpreter, sizeof program->interpreter, path, sizeof path);
+    const char *name = path;
+    for (const char *at = path; *at; at++)
+        if (*at == '/') name = at + 1;
+    program->is_musl = starts_with(name, "ld-musl-");
+}
+
 static int is_sanitizer_runtime(const char *name, int *weak) {
     static const char *const primary[] = {"libasan.so", "libtsan.so", "libhwasan.so", "liblsan.so",
                                           "libclang_rt.asan", "libclang_rt.tsan", "libclang_rt.hwasan",
@@ -218,7 +230,10 @@ static enum tc_program_kind inspect_elf(int fd, const unsigned char *header, lon
                 if (vaddr < text_start) text_start = vaddr;
                 if (vaddr + memory_size > text_end) text_end = vaddr + memory_size;
             }
-            if (type == PT_INTERP) has_interpreter = 1;
+            if (type == PT_INTERP) {
+                has_interpreter = 1;
+                read_interpreter(fd, offset, file_size, program);
+            }
             if (type == PT_DYNAMIC) dynamic_offset = offset, dynamic_size = file_size;
             if (type == PT_LOAD && load_count < MAX_LOADS) {
                 loads[load_count][0] = vaddr, loads[load_count][1] = offset, loads[load_count][2] = file_size;
@@ -303,6 +318,8 @@ void tc_program_inspect(int directory_fd, const char *path, struct tc_program *p
     program->sanitizer_runtime[0] = 0;
     program->needed_count = 0;
     program->is_dynamic_loader = 0;
+    program->is_musl = 0;
+    program->interpreter[0] = 0;
     program->imports_pthread_create = 0;
     program->is_go = 0;
     program->fixed_text_start = program->fixed_text_end = 0;

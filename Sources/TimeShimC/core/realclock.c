@@ -63,16 +63,18 @@ static int syscall_gettimeofday(struct timeval *tv, void *tz) {
 #endif
 }
 
-static time_t syscall_time(time_t *out) {
+tc_vdso_clock_gettime_fn tc_vdso_clock_gettime = syscall_clock_gettime;
+tc_vdso_gettimeofday_fn tc_vdso_gettimeofday = syscall_gettimeofday;
+
+/* time() where the vDSO has none (aarch64), or none was found: CLOCK_REALTIME, through the vDSO when it has that. */
+static time_t vdso_time(time_t *out) {
     struct timespec ts = {0, 0};
-    syscall_clock_gettime(CLOCK_REALTIME, &ts);
+    __atomic_load_n(&tc_vdso_clock_gettime, __ATOMIC_RELAXED)(CLOCK_REALTIME, &ts);
     if (out) *out = ts.tv_sec;
     return ts.tv_sec;
 }
 
-tc_vdso_clock_gettime_fn tc_vdso_clock_gettime = syscall_clock_gettime;
-tc_vdso_gettimeofday_fn tc_vdso_gettimeofday = syscall_gettimeofday;
-tc_vdso_time_fn tc_vdso_time = syscall_time;
+tc_vdso_time_fn tc_vdso_time = vdso_time;
 
 static void *vdso_symbol(const struct tc_vdso_image *image, const char *name) {
     uint32_t cursor = 0;
@@ -89,7 +91,8 @@ void tc_realclock_init(void) {
         void *clock_gettime_fn = vdso_symbol(&image, "__vdso_clock_gettime");
         void *gettimeofday_fn = vdso_symbol(&image, "__vdso_gettimeofday");
         void *time_fn = vdso_symbol(&image, "__vdso_time");
-#else
+#elif defined(__aarch64__)
+        /* The arm64 vDSO has no time(): it stays vdso_time below, a CLOCK_REALTIME read through the vDSO. */
         void *clock_gettime_fn = vdso_symbol(&image, "__kernel_clock_gettime");
         void *gettimeofday_fn = vdso_symbol(&image, "__kernel_gettimeofday");
         void *time_fn = NULL;

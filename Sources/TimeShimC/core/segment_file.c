@@ -21,6 +21,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* musl before 1.2.5 declares no statx: the kernel's header has it. With __GLIBC__ set while it is read, that header
+   leaves the S_* macros to libc's <sys/stat.h>, which musl defines with other spellings. */
+#if !defined(STATX_TYPE) && !defined(__GLIBC__)
+#define __GLIBC__ 2
+#include <linux/stat.h>
+#undef __GLIBC__
+#endif
+
 #define TC_PROC_OFFSET ((uint32_t)((sizeof(struct tc_segment) + 63) & ~(size_t)63))
 #define TC_PROC_SLOTS 1024u
 #define TC_WAIT_OFFSET (TC_PROC_OFFSET + TC_PROC_SLOTS * (uint32_t)sizeof(struct tc_proc_slot))

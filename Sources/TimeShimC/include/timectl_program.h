@@ -26,6 +26,13 @@ enum tc_program_kind {
 
 #define TC_PROGRAM_MAX_NEEDED 16
 
+/*
+ * The shim's builds, one per C library, side by side in one directory: a
+ * program is preloaded the one its dynamic loader can load (SPEC §12).
+ */
+#define TC_SHIM_FILE_NAME "libTimeShim.so"
+#define TC_SHIM_MUSL_FILE_NAME "libTimeShim-musl.so"
+
 struct tc_program {
     enum tc_program_kind kind;
     /* What the file itself is, whoever starts it: `kind` without secure execution (SETID, FILE_CAPABILITIES,
@@ -37,6 +44,10 @@ struct tc_program {
     char sanitizer_runtime[64];
     /* Whether it is the dynamic loader itself (DT_SONAME ld-linux…), run as a command: it honours LD_PRELOAD. */
     int is_dynamic_loader;
+    /* Whether musl's dynamic loader starts it (PT_INTERP's file name begins ld-musl-): it needs the musl shim. */
+    int is_musl;
+    /* PT_INTERP, the dynamic loader that starts it (cut at 255 bytes); empty when it has none. */
+    char interpreter[256];
     /* Whether its dynamic symbols name pthread_create: a Go program's sign of cgo's runtime. */
     int imports_pthread_create;
     /* Whether it carries Go's build id (whatever its kind): its runtime makes system calls from its own code. */

@@ -12,8 +12,14 @@
 #define TIMECTL_REALCLOCK_H
 
 #include <stdint.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
+
+/* futex_waitv (Linux 5.16), which musl 1.2.3's headers predate: 449 on x86-64 and in aarch64's generic table. */
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
 
 #ifdef __cplusplus
 extern "C" {

@@ -29,8 +29,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-/* Elsewhere the loader only execs the program (static programs are controlled on x86-64 only): libc's malloc. */
-#if defined(__x86_64__)
 
 #define PAGE 4096
 #define MINIMUM_ALIGNMENT 16
@@ -47,6 +45,7 @@ _Static_assert(sizeof(struct block) % MINIMUM_ALIGNMENT == 0, "blocks stay align
 
 static long raw_syscall6(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
     long result;
+#if defined(__x86_64__)
     register long r10 __asm__("r10") = a4;
     register long r8 __asm__("r8") = a5;
     register long r9 __asm__("r9") = a6;
@@ -54,6 +53,19 @@ static long raw_syscall6(long number, long a1, long a2, long a3, long a4, long a
                      : "=a"(result)
                      : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
                      : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = number;
+    register long x0 __asm__("x0") = a1;
+    register long x1 __asm__("x1") = a2;
+    register long x2 __asm__("x2") = a3;
+    register long x3 __asm__("x3") = a4;
+    register long x4 __asm__("x4") = a5;
+    register long x5 __asm__("x5") = a6;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
+    result = x0;
+#else
+#error "timectl supports x86_64 and aarch64 Linux"
+#endif
     return result;
 }
 
@@ -143,5 +155,3 @@ void *valloc(size_t size) { return allocate(size, PAGE); }
 void *pvalloc(size_t size) { return allocate((size + PAGE - 1) & ~(size_t)(PAGE - 1), PAGE); }
 
 size_t malloc_usable_size(void *pointer) { return pointer ? header_of(pointer)->usable : 0; }
-
-#endif

@@ -45,6 +45,14 @@
 
 #define MAX_PHDRS 64
 
+#if defined(__x86_64__)
+#define NATIVE_MACHINE EM_X86_64
+#define NATIVE_MACHINE_NAME "x86-64"
+#elif defined(__aarch64__)
+#define NATIVE_MACHINE EM_AARCH64
+#define NATIVE_MACHINE_NAME "aarch64"
+#endif
+
 static const char *program_path;
 
 __attribute__((noreturn)) static void fail(int status, const char *problem, int error) {
@@ -159,7 +167,12 @@ static void map_program(int fd, const Elf64_Ehdr *header, const Elf64_Phdr *phdr
     out->entry = out->bias + header->e_entry;
 }
 
-/* Sets the stack pointer and jumps: rdx is the ABI's "function to register with atexit", none here. */
+/*
+ * Sets the stack pointer and jumps, as the kernel starts a program: the
+ * ABI's "function to register with atexit" (x86-64's rdx, aarch64's x0)
+ * none, and the frame pointer (rbp; x29, with the link register x30) 0,
+ * which ends a backtrace.
+ */
 __attribute__((noreturn)) static void enter(uintptr_t stack, uintptr_t entry) {
 #if defined(__x86_64__)
     __asm__ volatile("mov %0, %%rsp\n\t"
@@ -169,6 +182,17 @@ __attribute__((noreturn)) static void enter(uintptr_t stack, uintptr_t entry) {
                      :
                      : "r"(stack), "r"(entry)
                      : "memory");
+#elif defined(__aarch64__)
+    __asm__ volatile("mov sp, %0\n\t"
+                     "mov x0, #0\n\t"
+                     "mov x29, #0\n\t"
+                     "mov x30, #0\n\t"
+                     "br %1\n\t"
+                     :
+                     : "r"(stack), "r"(entry)
+                     : "memory");
+#else
+#error "timectl supports x86_64 and aarch64 Linux"
 #endif
     __builtin_unreachable();
 }
@@ -305,9 +329,6 @@ int main(int argc, char **argv, char **envp) {
         return 2;
     }
     program_path = argv[1];
-#if !defined(__x86_64__)
-    run_unattached(argv, envp);
-#endif
     timectl_static_program_prepare_function *prepare =
         (timectl_static_program_prepare_function *)dlsym(RTLD_DEFAULT, TIMECTL_STATIC_PROGRAM_PREPARE);
     if (!prepare) {
@@ -321,9 +342,9 @@ int main(int argc, char **argv, char **envp) {
     Elf64_Ehdr header;
     read_exactly(fd, &header, sizeof header, 0);
     if (memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
-        header.e_machine != EM_X86_64 || (header.e_type != ET_EXEC && header.e_type != ET_DYN) ||
+        header.e_machine != NATIVE_MACHINE || (header.e_type != ET_EXEC && header.e_type != ET_DYN) ||
         header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phnum == 0 || header.e_phnum > MAX_PHDRS)
-        fail(126, "not a 64-bit x86-64 ELF executable", 0);
+        fail(126, "not a 64-bit " NATIVE_MACHINE_NAME " ELF executable", 0);
     Elf64_Phdr phdrs[MAX_PHDRS];
     read_exactly(fd, phdrs, header.e_phnum * sizeof(Elf64_Phdr), (off_t)header.e_phoff);
     int is_go = 0;

@@ -159,6 +159,16 @@ __attribute__((destructor)) static void detach_at_exit(void) {
  * SPEC §7: a segment we cannot trust is never silently replaced by real
  * time. Exit with a distinct status unless the user opted into real time.
  */
+/* An errno's name (ENOENT) where libc has strerrorname_np (glibc), else its message (musl). */
+static const char *error_name(int error) {
+#ifdef __GLIBC__
+    const char *name = strerrorname_np(error);
+    return name ? name : "error";
+#else
+    return strerror(error);
+#endif
+}
+
 static void refuse_as(const char *subject, const char *path, const char *problem, const struct tc_failure *failure) {
     const char *policy = getenv("TIMECTL_ON_ERROR");
     int fall_back = policy && strcmp(policy, "realtime") == 0;
@@ -180,7 +190,7 @@ static void refuse_as(const char *subject, const char *path, const char *problem
         tc_text_append(&line, " (");
         tc_text_append(&line, failure->syscall);
         tc_text_append(&line, ": ");
-        tc_text_append(&line, strerrorname_np(failure->sys_errno) ? strerrorname_np(failure->sys_errno) : "error");
+        tc_text_append(&line, error_name(failure->sys_errno));
         tc_text_append(&line, ")");
     }
     if (fall_back) {
@@ -207,7 +217,7 @@ static int attach_program(void) {
     if (executable_is_go()) {
         /* Go reads the vDSO and waits with raw system calls: both must reach the shim before the runtime starts. */
         const char *problem = NULL;
-        if (!tc_shim_controls_go()) problem = "is a Go program, which timectl controls on x86-64 only";
+        if (!tc_shim_controls_go()) problem = "is a Go program, which timectl controls on x86-64 and aarch64 only";
         else if (!tc_vdso_redirect()) problem = "is a Go program and its vDSO clock reads could not be redirected";
         else problem = tc_syscall_trap_install();
         /* A replay answers a Go program per process, not per thread: set up before its first reading. */

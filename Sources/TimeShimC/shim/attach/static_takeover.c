@@ -11,8 +11,9 @@
  * and SIGSYS for the program's trapped system calls.
  *
  * The difficulty is thread-local storage. The program sets its threads'
- * FS base itself (arch_prctl, or clone with CLONE_SETTLS), so in its
- * threads FS is not a TCB of the shim's libc: errno, the shim's __thread
+ * thread pointer itself (x86-64's FS base: arch_prctl; aarch64's TPIDR_EL0:
+ * msr; or clone with CLONE_SETTLS), so in its threads FS (below, for
+ * either) is not a TCB of the shim's libc: errno, the shim's __thread
  * variables, pthread_* calls would all read and write the program's memory.
  * So:
  *  - the vDSO entries for static programs use no thread-local state at all
@@ -22,8 +23,9 @@
  *  - the SIGSYS handler borrows a TCB of the shim's libc for the length of
  *    one trapped call: each belongs to a thread the shim started while the
  *    loader ran ("lenders", which then block for ever with every signal
- *    blocked, so their TCBs are never in use by them), its FS base is
- *    swapped in (wrfsbase when the kernel allows it, else arch_prctl) and
+ *    blocked, so their TCBs are never in use by them), its thread pointer
+ *    is swapped in (wrfsbase when the kernel allows it, else arch_prctl;
+ *    msr on aarch64) and
  *    the program's put back before the handler returns. 16 are started
  *    before the program runs, and more on demand by a thread of the shim's
  *    (the grower) whenever every one is borrowed: starting a thread
@@ -67,12 +69,65 @@
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
 
+#if defined(__x86_64__) || defined(__aarch64__)
+
+/*
+ * The thread pointer, which says where a thread's TCB is: x86-64's FS base,
+ * read and written with rdfsbase/wrfsbase where the kernel allows them
+ * (else arch_prctl); aarch64's TPIDR_EL0, which user code reads and writes
+ * itself (mrs/msr), and which points at the TCB (glibc's tcbhead_t).
+ */
 #if defined(__x86_64__)
 
 #include <asm/prctl.h>
 
 #ifndef HWCAP2_FSGSBASE
 #define HWCAP2_FSGSBASE (1 << 1)
+#endif
+
+static int fsgsbase;
+
+static void thread_pointer_init(void) { fsgsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0; }
+
+__attribute__((always_inline)) static inline uintptr_t thread_pointer(void) {
+    uintptr_t value;
+    if (fsgsbase) {
+        __asm__ volatile("rdfsbase %0" : "=r"(value));
+    } else {
+        value = 0;
+        tc_raw_syscall(SYS_arch_prctl, ARCH_GET_FS, &value);
+    }
+    return value;
+}
+
+__attribute__((always_inline)) static inline void set_thread_pointer(uintptr_t value) {
+    if (fsgsbase) __asm__ volatile("wrfsbase %0" : : "r"(value) : "memory");
+    else tc_raw_syscall(SYS_arch_prctl, ARCH_SET_FS, value);
+}
+
+/* A thread's own TCB, as its thread pointer names it: the TCB's self pointer. */
+__attribute__((always_inline)) static inline uintptr_t own_tcb(void) {
+    uintptr_t tcb;
+    __asm__ volatile("mov %%fs:0, %0" : "=r"(tcb));
+    return tcb;
+}
+
+#elif defined(__aarch64__)
+
+static void thread_pointer_init(void) {}
+
+__attribute__((always_inline)) static inline uintptr_t thread_pointer(void) {
+    uintptr_t value;
+    __asm__ volatile("mrs %0, tpidr_el0" : "=r"(value));
+    return value;
+}
+
+__attribute__((always_inline)) static inline void set_thread_pointer(uintptr_t value) {
+    __asm__ volatile("msr tpidr_el0, %0" : : "r"(value) : "memory");
+}
+
+__attribute__((always_inline)) static inline uintptr_t own_tcb(void) { return thread_pointer(); }
+
 #endif
 
 /* Code that runs on the program's FS must not read the stack protector's canary through it. */
@@ -110,28 +165,10 @@ static uint32_t lenders_returned;  /* futex word: bumped each time a TCB is give
 static uint32_t lenders_ready;     /* futex word: lenders that have published their TCB */
 static uint32_t lenders_park;      /* futex word the lenders block on, never woken */
 static uint32_t lenders_wanted;    /* futex word the grower waits on: bumped by a borrower that found none free */
-static int fsgsbase;
-
-__attribute__((always_inline)) static inline uintptr_t fs_base(void) {
-    uintptr_t value;
-    if (fsgsbase) {
-        __asm__ volatile("rdfsbase %0" : "=r"(value));
-    } else {
-        value = 0;
-        tc_raw_syscall(SYS_arch_prctl, ARCH_GET_FS, &value);
-    }
-    return value;
-}
-
-__attribute__((always_inline)) static inline void set_fs_base(uintptr_t value) {
-    if (fsgsbase) __asm__ volatile("wrfsbase %0" : : "r"(value) : "memory");
-    else tc_raw_syscall(SYS_arch_prctl, ARCH_SET_FS, value);
-}
 
 static void *lend(void *argument) {
     struct lender *lender = argument;
-    uintptr_t tcb;
-    __asm__ volatile("mov %%fs:0, %0" : "=r"(tcb));  /* the TCB's self pointer: its FS base */
+    uintptr_t tcb = own_tcb();
     prctl(PR_SET_NAME, "timectl-tls", 0, 0, 0);
     __atomic_store_n(&lender->tcb, tcb, __ATOMIC_RELEASE);
     __atomic_fetch_add(&lenders_ready, 1, __ATOMIC_RELEASE);
@@ -228,7 +265,7 @@ TC_FOREIGN_FS static void give_back(struct lender *lender) {
 
 /* The borrowed TCB this thread runs on now, or NULL when FS is the program's. */
 TC_FOREIGN_FS static struct lender *borrowed_now(void) {
-    uintptr_t fs = fs_base();
+    uintptr_t fs = thread_pointer();
     int count = __atomic_load_n(&lender_count, __ATOMIC_ACQUIRE);
     for (int i = 0; i < count; i++)
         if (__atomic_load_n(&lenders[i].busy, __ATOMIC_ACQUIRE) && lenders[i].tcb == fs) return &lenders[i];
@@ -243,6 +280,13 @@ __attribute__((noinline)) static void handle_on_own_tls(int signal, siginfo_t *i
 
 static void (*volatile handle_on_own_tls_pointer)(int, siginfo_t *, void *, int32_t) = handle_on_own_tls;
 
+TC_FOREIGN_FS static int is_fork(long number) {
+#ifdef SYS_fork
+    if (number == SYS_fork) return 1;  /* x86-64's; aarch64 forks with clone only */
+#endif
+    return number == SYS_clone;
+}
+
 TC_FOREIGN_FS void tc_static_sigsys_entry(int signal, siginfo_t *info, void *context) {
     if (!tc_syscall_trap_is_ours(info)) {
         tc_syscall_trap_handle(signal, info, context);  /* forwarded to the program's SIGSYS: no TLS on that path */
@@ -252,15 +296,15 @@ TC_FOREIGN_FS void tc_static_sigsys_entry(int signal, siginfo_t *info, void *con
         tc_syscall_trap_exec(info, context);
         return;
     }
-    uintptr_t program_fs = fs_base();
+    uintptr_t program_fs = thread_pointer();
     int32_t tid = (int32_t)tc_raw_syscall(SYS_gettid, 0);
     struct lender *lender = borrow();
     lender->program_fs = program_fs;
-    set_fs_base(lender->tcb);
+    set_thread_pointer(lender->tcb);
     handle_on_own_tls_pointer(signal, info, context, tid);
     /* A fork child has a table of its own, in which this TCB moved (tc_static_program_after_fork_in_child). */
-    if (info->si_syscall == SYS_fork || info->si_syscall == SYS_clone) lender = borrowed_now();
-    set_fs_base(program_fs);
+    if (is_fork(info->si_syscall)) lender = borrowed_now();
+    set_thread_pointer(program_fs);
     if (lender) give_back(lender);
 }
 
@@ -316,11 +360,11 @@ TC_FOREIGN_FS static void program_signal(int signal, siginfo_t *info, void *cont
     if (info && info->si_code == SI_TIMER) timer_signal_taken(signal, info);
     if (lender) {
         count_handled_signal();  /* on the borrowed TCB: the trapped wait it interrupts sees it */
-        set_fs_base(lender->program_fs);
+        set_thread_pointer(lender->program_fs);
     }
     if (handler && handler != (void *)SIG_DFL && handler != (void *)SIG_IGN)
         ((void (*)(int, siginfo_t *, void *))handler)(signal, info, context);
-    if (lender) set_fs_base(lender->tcb);
+    if (lender) set_thread_pointer(lender->tcb);
 }
 
 /* A static program's rt_sigaction (not SIGSYS): its handlers run behind a wrapper that puts its FS back. Handed to
@@ -357,7 +401,7 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
     *attached = segment != NULL;
     if (!segment) return NULL;
     if (strlen(program->path) >= TC_STATIC_PROGRAM_PATH_MAX) return "its path is too long";
-    fsgsbase = (getauxval(AT_HWCAP2) & HWCAP2_FSGSBASE) != 0;
+    thread_pointer_init();
     if (!tc_vdso_redirect_static()) return "its vDSO clock reads could not be redirected";
     if (start_lenders() == 0) return "the shim could not start its threads";
     /* The helper thread that wakes waits on descriptors after each verb: started now, not at the first such wait. */
@@ -374,13 +418,5 @@ TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static
 }
 
 #else
-
-void tc_static_program_after_fork_in_child(void) {}
-
-TC_EXPORT const char *timectl_static_program_prepare(const struct timectl_static_program *program, int *attached) {
-    (void)program;
-    *attached = tc_shim_segment() != NULL;
-    return "statically linked programs are controlled on x86-64 only";
-}
-
+#error "timectl supports x86_64 and aarch64 Linux"
 #endif

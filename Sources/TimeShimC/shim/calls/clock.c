@@ -171,6 +171,9 @@ static int shim_ftime(struct timeb *tb) {
 
 TC_EXPORT int ftime(struct timeb *) __attribute__((alias("shim_ftime")));
 
+/* glibc's NTP reads; musl has no ntp_gettime. */
+#ifdef __GLIBC__
+
 /* ntp_gettime reports the kernel's NTP state with the current time; only the time is virtual. */
 static int ntp_read(struct timex *tx, struct timeval *time_out) {
     memset(tx, 0, sizeof(*tx));
@@ -211,6 +214,8 @@ int legacy_ntp_gettime(struct ntptimeval_v1 *ntv) {
     ntv->esterror = tx.esterror;
     return state;
 }
+
+#endif
 
 /* The session's wall clock, read (and recorded or replayed) like any reading through `call`: adjtimex's `time`. */
 void tc_read_session_wall(int call, struct timespec *value) {

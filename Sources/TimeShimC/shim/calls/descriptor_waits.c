@@ -120,11 +120,21 @@ static int poll_until(struct tc_segment *segment, struct pollfd *fds, nfds_t cou
     return result;
 }
 
+/* poll() before libc's is resolved: the kernel's poll, which aarch64 has only as ppoll. */
+static long raw_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
+#if defined(__x86_64__)
+    return tc_raw_syscall(SYS_poll, fds, count, timeout_ms);
+#elif defined(__aarch64__)
+    struct timespec timeout = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
+    return tc_raw_syscall(SYS_ppoll, fds, count, timeout_ms < 0 ? NULL : &timeout, NULL, 8);
+#endif
+}
+
 static int shim_poll(struct pollfd *fds, nfds_t count, int timeout_ms) {
     struct tc_segment *segment = tc_shim_segment();
     if (segment && timeout_ms == 0) tc_spin_note_futile_wait();
     if (!segment || timeout_ms <= 0) {
-        if (!tc_real.poll) return (int)tc_shim_errno_result(tc_raw_syscall(SYS_poll, fds, count, timeout_ms));
+        if (!tc_real.poll) return (int)tc_shim_errno_result(raw_poll(fds, count, timeout_ms));
         return tc_real.poll(fds, count, timeout_ms);
     }
     return poll_until(segment, fds, count, (int64_t)timeout_ms * 1000000, NULL);
@@ -203,7 +213,19 @@ static int select_until(struct tc_segment *segment, int count, fd_set *read, fd_
     return result;
 }
 
-static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
+/*
+ * select; with `leave_time`, the timeout is updated to the (virtual) time
+ * not slept, as the kernel's select does and glibc's passes on. musl's
+ * select gives the kernel a copy and leaves the caller's as it was.
+ */
+#ifdef __GLIBC__
+#define LIBC_SELECT_LEAVES_TIME 1
+#else
+#define LIBC_SELECT_LEAVES_TIME 0
+#endif
+
+static int select_leaving(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout,
+                          int leave_time) {
     struct tc_segment *segment = tc_shim_segment();
     if (segment && is_zero_timeval(timeout)) tc_spin_note_futile_wait();
     if (!segment || !timeout || (timeout->tv_sec == 0 && timeout->tv_usec == 0))
@@ -216,11 +238,16 @@ static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, s
     struct timespec relative = {timeout->tv_sec + timeout->tv_usec / 1000000, (timeout->tv_usec % 1000000) * 1000};
     int64_t deadline = tc_wait_deadline_after(segment, TC_VCLOCK_MONOTONIC, tc_timespec_ns_saturating(&relative));
     int result = select_until(segment, count, read, write, except, deadline, NULL);
-    /* As on Linux, the timeout is updated to the (virtual) time not slept. */
-    struct timespec left = left_until(segment, deadline);
-    timeout->tv_sec = left.tv_sec;
-    timeout->tv_usec = left.tv_nsec / 1000;
+    if (leave_time) {
+        struct timespec left = left_until(segment, deadline);
+        timeout->tv_sec = left.tv_sec;
+        timeout->tv_usec = left.tv_nsec / 1000;
+    }
     return result;
+}
+
+static int shim_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
+    return select_leaving(count, read, write, except, timeout, LIBC_SELECT_LEAVES_TIME);
 }
 
 /* pselect; with `left`, as the raw system call: the virtual time not slept is written there (glibc's select
@@ -340,7 +367,7 @@ long tc_ppoll(struct pollfd *fds, nfds_t count, const struct timespec *timeout, 
 
 long tc_select(int count, fd_set *read, fd_set *write, fd_set *except, struct timeval *timeout) {
     int saved_errno = errno;
-    return tc_shim_kernel_result(shim_select(count, read, write, except, timeout), saved_errno);
+    return tc_shim_kernel_result(select_leaving(count, read, write, except, timeout, 1), saved_errno);
 }
 
 long tc_pselect6(int count, fd_set *read, fd_set *write, fd_set *except, struct timespec *timeout,

@@ -13,7 +13,9 @@
  * EACCES, as for a file without execute permission: shells print
  * "Permission denied" and exit 126. (ENOEXEC would make a shell run the
  * binary as a shell script.) A program linked with a sanitizer runtime gets
- * that runtime put first in its LD_PRELOAD.
+ * that runtime put first in its LD_PRELOAD, and one that musl's loader
+ * starts gets the musl build of the shim in place of the glibc one (and
+ * the other way round), from the same directory (fit_preload).
  *
  * glibc's exec*p and execl* call its internal __execve, which no preload
  * can interpose, so each public exec function is written here over the
@@ -65,27 +67,100 @@ static void append(char *target, size_t capacity, size_t *length, const char *te
 }
 
 /*
- * A program linked with a sanitizer runtime (ASan, TSan, UBSan) needs that
- * runtime first in LD_PRELOAD — ASan refuses to start otherwise — and its
- * interceptors then reach the shim as the "real" functions. When `envp`
- * does not put it first, `adjusted` (room for the entries and one more)
- * becomes a copy of `envp` whose LD_PRELOAD, written into `preload`, does.
+ * The entry of an LD_PRELOAD value that names a build of the shim (an
+ * absolute path ending in /libTimeShim.so or /libTimeShim-musl.so; the
+ * last, if several do), its length, and whether it is the musl build.
  */
-static char *const *preload_runtime_first(const char *runtime, char *const envp[], char **adjusted, char *preload,
-                                          size_t preload_capacity) {
-    const char *current = environment_value(envp, "LD_PRELOAD");
-    size_t runtime_length = strlen(runtime);
-    if (current && strncmp(current, runtime, runtime_length) == 0 &&
-        (current[runtime_length] == ':' || current[runtime_length] == ' ' || current[runtime_length] == 0))
-        return envp;
-    size_t length = 0;
-    append(preload, preload_capacity, &length, "LD_PRELOAD=");
-    append(preload, preload_capacity, &length, runtime);
-    if (current && *current) {
-        append(preload, preload_capacity, &length, ":");
-        append(preload, preload_capacity, &length, current);
+static const char *shim_entry(const char *preload, size_t *entry_length, int *musl) {
+    static const size_t glibc_length = sizeof TC_SHIM_FILE_NAME, musl_length = sizeof TC_SHIM_MUSL_FILE_NAME;
+    const char *found = NULL;
+    for (const char *entry = preload; entry && *entry;) {
+        size_t length = strcspn(entry, ": ");
+        if (entry[0] == '/' && length >= glibc_length && entry[length - glibc_length] == '/' &&
+            strncmp(entry + length - glibc_length + 1, TC_SHIM_FILE_NAME, glibc_length - 1) == 0)
+            found = entry, *entry_length = length, *musl = 0;
+        if (entry[0] == '/' && length >= musl_length && entry[length - musl_length] == '/' &&
+            strncmp(entry + length - musl_length + 1, TC_SHIM_MUSL_FILE_NAME, musl_length - 1) == 0)
+            found = entry, *entry_length = length, *musl = 1;
+        entry += length;
+        entry += strspn(entry, ": ");
     }
-    if (length + 1 >= preload_capacity) return envp;  /* too long to rewrite: the runtime's own message will say so */
+    return found;
+}
+
+/* The length of the directory part (through the '/') of a shim entry. */
+static size_t shim_directory_length(size_t entry_length, int musl) {
+    return entry_length - (musl ? sizeof TC_SHIM_MUSL_FILE_NAME : sizeof TC_SHIM_FILE_NAME) + 1;
+}
+
+static void append_bytes(char *target, size_t capacity, size_t *length, const char *text, size_t count) {
+    for (size_t i = 0; i < count && *length + 1 < capacity; i++) target[(*length)++] = text[i];
+    target[*length] = 0;
+}
+
+/*
+ * The new image's LD_PRELOAD, fitted to its program (SPEC §12):
+ *  - the build of the shim its C library can load: musl's loader cannot
+ *    load the glibc build (it fails on glibc's symbols, strerrorname_np,
+ *    __register_atfork…), nor glibc's the musl one (which needs musl's
+ *    libc.so), so the entry is swapped for its sibling in the same
+ *    directory (`musl`: the program needs the musl build). With `drop`,
+ *    the entry is left out instead (a program let run on real time);
+ *  - a sanitizer runtime (ASan, TSan, UBSan) the program is linked with,
+ *    first: ASan refuses to start otherwise, and its interceptors then
+ *    reach the shim as the "real" functions.
+ * `*use` becomes envp when nothing changes, else `adjusted` (room for the
+ * entries and one more), a copy of envp whose LD_PRELOAD is written into
+ * `preload`. Returns NULL, or why no build of the shim fits the program.
+ */
+static const char *fit_preload(int musl, int drop, const char *runtime, char *const envp[], char **adjusted,
+                               char *preload, size_t preload_capacity, char *const **use) {
+    *use = envp;
+    const char *current = environment_value(envp, "LD_PRELOAD");
+    size_t entry_length = 0;
+    int entry_musl = 0;
+    const char *entry = shim_entry(current, &entry_length, &entry_musl);
+    char replacement[PATH_MAX];
+    replacement[0] = 0;
+    int swap = entry && (drop || entry_musl != musl);
+    if (swap && !drop) {
+        size_t directory = shim_directory_length(entry_length, entry_musl);
+        const char *name = musl ? TC_SHIM_MUSL_FILE_NAME : TC_SHIM_FILE_NAME;
+        if (directory + strlen(name) + 1 > sizeof replacement) return "too long a path to its build of the shim";
+        memcpy(replacement, entry, directory);
+        memcpy(replacement + directory, name, strlen(name) + 1);
+        if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, replacement, R_OK) != 0)
+            return musl ? "linked with musl, and no build of the shim for musl (" TC_SHIM_MUSL_FILE_NAME
+                          ") is beside the one its LD_PRELOAD names"
+                        : "linked with glibc, and no build of the shim for glibc (" TC_SHIM_FILE_NAME
+                          ") is beside the one its LD_PRELOAD names";
+    }
+    size_t runtime_length = runtime ? strlen(runtime) : 0;
+    int runtime_first = runtime && !(current && strncmp(current, runtime, runtime_length) == 0 &&
+                                     (current[runtime_length] == ':' || current[runtime_length] == ' ' ||
+                                      current[runtime_length] == 0));
+    if (!swap && !runtime_first) return NULL;
+    size_t length = 0;
+    int first = 1;
+    append(preload, preload_capacity, &length, "LD_PRELOAD=");
+    if (runtime_first) {
+        append(preload, preload_capacity, &length, runtime);
+        first = 0;
+    }
+    for (const char *at = current; at && *at;) {
+        size_t part = strcspn(at, ": ");
+        int replaced_here = swap && at == entry;
+        const char *text = replaced_here ? replacement : at;
+        size_t count = replaced_here ? strlen(replacement) : part;
+        if (count) {
+            if (!first) append(preload, preload_capacity, &length, ":");
+            append_bytes(preload, preload_capacity, &length, text, count);
+            first = 0;
+        }
+        at += part;
+        at += strspn(at, ": ");
+    }
+    if (length + 1 >= preload_capacity) return NULL;  /* too long to rewrite: the loader's own message will say so */
     size_t count = 0, replaced = 0;
     for (size_t i = 0; envp && envp[i]; i++) {
         if (strncmp(envp[i], "LD_PRELOAD=", 11) == 0) {
@@ -97,7 +172,8 @@ static char *const *preload_runtime_first(const char *runtime, char *const envp[
     }
     if (!replaced) adjusted[count++] = preload;
     adjusted[count] = NULL;
-    return adjusted;
+    *use = adjusted;
+    return NULL;
 }
 
 /*
@@ -113,19 +189,10 @@ static const char *through_loader(int directory_fd, const char *path, char *cons
     if (!tc_shim_controls_static()) return NULL;  /* the kind's own phrase says it */
     if (directory_fd != AT_FDCWD || !*path)
         return "statically linked, and started from a descriptor, which timectl-static-loader cannot open";
-    const char *preload = environment_value(envp, "LD_PRELOAD");
-    const char *shim = NULL;
     size_t shim_length = 0;
-    for (const char *entry = preload; entry && *entry;) {
-        size_t length = strcspn(entry, ": ");
-        if (length >= 15 && entry[0] == '/' && strncmp(entry + length - 15, "/libTimeShim.so", 15) == 0) {
-            shim = entry;
-            shim_length = length;
-        }
-        entry += length;
-        entry += strspn(entry, ": ");
-    }
-    size_t directory_length = shim ? shim_length - 14 : 0;  /* through the '/' */
+    int musl = 0;
+    const char *shim = shim_entry(environment_value(envp, "LD_PRELOAD"), &shim_length, &musl);
+    size_t directory_length = shim ? shim_directory_length(shim_length, musl) : 0;
     if (!shim || directory_length + sizeof "timectl-static-loader" > PATH_MAX)
         return "statically linked, and no libTimeShim.so in its LD_PRELOAD shows where timectl-static-loader is";
     memcpy(loader, shim, directory_length);
@@ -208,15 +275,22 @@ static int prepare_exec(int directory_fd, const char *path, char *const argv[], 
             if (tc_raw_syscall(SYS_faccessat, AT_FDCWD, path, X_OK) != 0) return -2;
             *exec_path = loader;
             *exec_argv = loader_argv;
-            return 0;
+            /* The loader is a glibc program, whatever C library the static program was linked with. */
+            problem = fit_preload(0, 0, NULL, envp, adjusted, preload, preload_capacity, use);
+            if (!problem) return 0;
+            *exec_path = path;
+            *exec_argv = argv;
         }
     }
     if (!problem) {
-        if (program.sanitizer_runtime[0])
-            *use = preload_runtime_first(program.sanitizer_runtime, envp, adjusted, preload, preload_capacity);
-        return 0;
+        problem = fit_preload(program.is_musl, 0, program.sanitizer_runtime[0] ? program.sanitizer_runtime : NULL, envp,
+                              adjusted, preload, preload_capacity, use);
+        if (!problem) return 0;
     }
     int allowed = allowed_uncontrolled(envp);
+    /* Let run on real time: without a shim its loader cannot load. */
+    if (allowed && program.kind == TC_PROGRAM_CONTROLLABLE)
+        fit_preload(program.is_musl, 1, NULL, envp, adjusted, preload, preload_capacity, use);
     struct tc_text line;
     tc_message_begin(&line);
     tc_text_append(&line, allowed ? "warning: " : "refusing to exec ");

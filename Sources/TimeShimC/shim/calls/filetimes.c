@@ -8,7 +8,7 @@
  * Every entry point makes its system call itself (glibc's stat calls
  * fstatat64 inside libc, out of reach of interposition, so each public name
  * is wrapped), then maps the times; on x86_64 and aarch64 the kernel's
- * struct stat is glibc's, stat64 included. TIMECTL_FILE_TIMES=real turns the
+ * struct stat is glibc's, stat64 included, and musl's. TIMECTL_FILE_TIMES=real turns the
  * mapping off for a process (and what it starts, through the environment),
  * as libfaketime's NO_FAKE_STAT does on its settings.
  */
@@ -26,6 +26,14 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <utime.h>
+
+/* musl before 1.2.5 declares no statx: the kernel's header has it. With __GLIBC__ set while it is read, that header
+   leaves the S_* macros to libc's <sys/stat.h>, which musl defines with other spellings. */
+#if !defined(STATX_TYPE) && !defined(__GLIBC__)
+#define __GLIBC__ 2
+#include <linux/stat.h>
+#undef __GLIBC__
+#endif
 
 /* 0 unknown, 1 mapped, 2 real (TIMECTL_FILE_TIMES=real). */
 static int file_times_mode;
@@ -142,6 +150,13 @@ static int shim_fxstatat(int version, int dirfd, const char *path, struct stat *
     return shim_fstatat(dirfd, path, st, flags);
 }
 
+TC_EXPORT int stat(const char *restrict, struct stat *restrict) __attribute__((alias("shim_stat")));
+TC_EXPORT int lstat(const char *restrict, struct stat *restrict) __attribute__((alias("shim_lstat")));
+TC_EXPORT int fstat(int, struct stat *) __attribute__((alias("shim_fstat")));
+TC_EXPORT int fstatat(int, const char *restrict, struct stat *restrict, int) __attribute__((alias("shim_fstatat")));
+
+/* glibc's large-file names. musl's headers make stat64 a macro for stat: its programs call the names above. */
+#ifndef stat64
 _Static_assert(sizeof(struct stat) == sizeof(struct stat64), "stat64 is struct stat on 64-bit Linux");
 static int shim_stat64(const char *path, struct stat64 *st) { return shim_stat(path, (struct stat *)st); }
 static int shim_lstat64(const char *path, struct stat64 *st) { return shim_lstat(path, (struct stat *)st); }
@@ -150,14 +165,11 @@ static int shim_fstatat64(int dirfd, const char *path, struct stat64 *st, int fl
     return shim_fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
-TC_EXPORT int stat(const char *restrict, struct stat *restrict) __attribute__((alias("shim_stat")));
 TC_EXPORT int stat64(const char *restrict, struct stat64 *restrict) __attribute__((alias("shim_stat64")));
-TC_EXPORT int lstat(const char *restrict, struct stat *restrict) __attribute__((alias("shim_lstat")));
 TC_EXPORT int lstat64(const char *restrict, struct stat64 *restrict) __attribute__((alias("shim_lstat64")));
-TC_EXPORT int fstat(int, struct stat *) __attribute__((alias("shim_fstat")));
 TC_EXPORT int fstat64(int, struct stat64 *) __attribute__((alias("shim_fstat64")));
-TC_EXPORT int fstatat(int, const char *restrict, struct stat *restrict, int) __attribute__((alias("shim_fstatat")));
 TC_EXPORT int fstatat64(int, const char *restrict, struct stat64 *restrict, int) __attribute__((alias("shim_fstatat64")));
+#endif
 TC_EXPORT int statx(int, const char *, int, unsigned int, struct statx *) __attribute__((alias("shim_statx")));
 TC_EXPORT int __xstat(int, const char *, struct stat *) __attribute__((alias("shim_xstat")));
 TC_EXPORT int __xstat64(int, const char *, struct stat *) __attribute__((alias("shim_xstat")));

@@ -93,7 +93,8 @@ static ssize_t shim_recvmsg(int fd, struct msghdr *message, int flags) {
     return received;
 }
 
-static int shim_recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, int flags, struct timespec *timeout) {
+static int shim_recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, tc_recvmmsg_flags flags,
+                         struct timespec *timeout) {
     int received = tc_real.recvmmsg
                        ? tc_real.recvmmsg(fd, messages, count, flags, timeout)
                        : (int)tc_shim_errno_result(tc_raw_syscall(SYS_recvmmsg, fd, messages, count, flags, timeout));
@@ -103,7 +104,7 @@ static int shim_recvmmsg(int fd, struct mmsghdr *messages, unsigned int count, i
 }
 
 /* The stamp of the last packet a socket received, as SIOCGSTAMP (a timeval) or SIOCGSTAMPNS (a timespec) gives it. */
-static int shim_ioctl(int fd, unsigned long request, ...) {
+static int shim_ioctl(int fd, tc_ioctl_request request, ...) {
     va_list arguments;
     va_start(arguments, request);
     void *argument = va_arg(arguments, void *);
@@ -111,15 +112,18 @@ static int shim_ioctl(int fd, unsigned long request, ...) {
     int result = tc_real.ioctl ? tc_real.ioctl(fd, request, argument)
                                : (int)tc_shim_errno_result(tc_raw_syscall(SYS_ioctl, fd, request, argument));
     if (result != 0 || !argument) return result;
-    if (request == SIOCGSTAMP_OLD || request == SIOCGSTAMP_NEW || request == SIOCGSTAMPNS_OLD || request == SIOCGSTAMPNS_NEW) {
+    /* Request codes are 32 bits, whatever type the C library gives them. */
+    unsigned long code = (unsigned int)request;
+    if (code == SIOCGSTAMP_OLD || code == SIOCGSTAMP_NEW || code == SIOCGSTAMPNS_OLD || code == SIOCGSTAMPNS_NEW) {
         const struct tc_segment *segment = tc_shim_segment();
         if (!segment) return result;
-        if (request == SIOCGSTAMP_OLD || request == SIOCGSTAMP_NEW) map_timeval(segment, argument);
+        if (code == SIOCGSTAMP_OLD || code == SIOCGSTAMP_NEW) map_timeval(segment, argument);
         else map_timespec(segment, argument);
     }
     return result;
 }
 
 TC_EXPORT ssize_t recvmsg(int, struct msghdr *, int) __attribute__((alias("shim_recvmsg")));
-TC_EXPORT int recvmmsg(int, struct mmsghdr *, unsigned int, int, struct timespec *) __attribute__((alias("shim_recvmmsg")));
-TC_EXPORT int ioctl(int, unsigned long, ...) __attribute__((alias("shim_ioctl")));
+TC_EXPORT int recvmmsg(int, struct mmsghdr *, unsigned int, tc_recvmmsg_flags, struct timespec *)
+    __attribute__((alias("shim_recvmmsg")));
+TC_EXPORT int ioctl(int, tc_ioctl_request, ...) __attribute__((alias("shim_ioctl")));

@@ -34,7 +34,7 @@ void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigact
     }
     if (old) {
         memset(old, 0, sizeof(*old));
-        old->sa_handler = (__sighandler_t)previous.handler;
+        old->sa_handler = (sighandler_t)previous.handler;
         old->sa_flags = (int)previous.flags;
         old->sa_restorer = (void (*)(void))previous.restorer;
         memcpy(&old->sa_mask, &previous.mask, sizeof(previous.mask));
@@ -44,10 +44,13 @@ void tc_syscall_trap_record_sigsys(const struct sigaction *action, struct sigact
 /* A static program asking where its executable is (Go's os.Executable, filepath.EvalSymlinks of
    /proc/self/exe) is told its own path, not the loader's. */
 long tc_process_readlink(long number, long a1, long a2, long a3, long a4) {
+    /* readlinkat(directory, path, buffer, size); x86-64 also has readlink(path, buffer, size). */
+    const char *path = (const char *)a2;
+    char *buffer = (char *)a3;
+    long size = a4;
 #ifdef SYS_readlink
-    const char *path = (const char *)(number == SYS_readlink ? a1 : a2);
-    char *buffer = (char *)(number == SYS_readlink ? a2 : a3);
-    long size = number == SYS_readlink ? a3 : a4;
+    if (number == SYS_readlink) path = (const char *)a1, buffer = (char *)a2, size = a3;
+#endif
     const char *executable;
     if (!tc_static_program_names_executable(path) || !tc_static_program_executable(&executable))
         return tc_raw_syscall(number, a1, a2, a3, a4);
@@ -56,9 +59,6 @@ long tc_process_readlink(long number, long a1, long a2, long a3, long a4) {
     if (length > size) length = size;
     memcpy(buffer, executable, (size_t)length);
     return length;
-#else
-    return tc_raw_syscall(number, a1, a2, a3, a4);
-#endif
 }
 
 long tc_process_sigaction(long signal, long action, long old_action, long size) {

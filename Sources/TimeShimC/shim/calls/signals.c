@@ -115,7 +115,7 @@ TC_EXPORT int sigaction(int, const struct sigaction *restrict, struct sigaction 
 TC_EXPORT int __sigaction(int, const struct sigaction *, struct sigaction *) __attribute__((alias("shim_sigaction")));
 
 /* signal() and its relatives through sigaction(), with their flags; the signal itself blocked in its handler or not. */
-static __sighandler_t install_handler(int signal, __sighandler_t handler, int flags, int block_itself) {
+static sighandler_t install_handler(int signal, sighandler_t handler, int flags, int block_itself) {
     if (handler == SIG_ERR || signal <= 0 || signal >= NSIG) {
         errno = EINVAL;
         return SIG_ERR;
@@ -131,21 +131,21 @@ static __sighandler_t install_handler(int signal, __sighandler_t handler, int fl
 }
 
 /* signal() as glibc has it: BSD semantics (the handler stays, interrupted calls restart). */
-static __sighandler_t shim_signal(int signal, __sighandler_t handler) {
+static sighandler_t shim_signal(int signal, sighandler_t handler) {
     return install_handler(signal, handler, SA_RESTART, 1);
 }
 
-TC_EXPORT __sighandler_t signal(int, __sighandler_t) __attribute__((alias("shim_signal")));
-TC_EXPORT __sighandler_t bsd_signal(int, __sighandler_t) __attribute__((alias("shim_signal")));
-TC_EXPORT __sighandler_t ssignal(int, __sighandler_t) __attribute__((alias("shim_signal")));
+TC_EXPORT sighandler_t signal(int, sighandler_t) __attribute__((alias("shim_signal")));
+TC_EXPORT sighandler_t bsd_signal(int, sighandler_t) __attribute__((alias("shim_signal")));
+TC_EXPORT sighandler_t ssignal(int, sighandler_t) __attribute__((alias("shim_signal")));
 
 /* sysv_signal(): System V semantics (reset to the default when delivered, not blocked meanwhile). */
-static __sighandler_t shim_sysv_signal(int signal, __sighandler_t handler) {
+static sighandler_t shim_sysv_signal(int signal, sighandler_t handler) {
     return install_handler(signal, handler, SA_RESETHAND | SA_NODEFER, 0);
 }
 
-TC_EXPORT __sighandler_t sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
-TC_EXPORT __sighandler_t __sysv_signal(int, __sighandler_t) __attribute__((alias("shim_sysv_signal")));
+TC_EXPORT sighandler_t sysv_signal(int, sighandler_t) __attribute__((alias("shim_sysv_signal")));
+TC_EXPORT sighandler_t __sysv_signal(int, sighandler_t) __attribute__((alias("shim_sysv_signal")));
 
 /*
  * While system calls are trapped (trap/syscall_trap.c), SIGSYS must never be

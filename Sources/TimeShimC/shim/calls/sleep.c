@@ -23,6 +23,11 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
     struct tc_wait wait;
     struct tc_signal_guard guard;
     volatile int result = 0; /* pthread_cleanup_push may use setjmp */
+    /* Handlers are counted from the call's start: one that runs after the wait is listed but before the guard
+       is up interrupts the sleep too, as the kernel ends a sleep with EINTR for a signal that comes once the call
+       is made. (The shim's C tests met that gap under qemu-user, where a new thread starts slowly.) */
+    uint32_t *signals = tc_thread_handled_signals();
+    uint32_t signals_seen = __atomic_load_n(signals, __ATOMIC_RELAXED);
     tc_wait_begin(&wait, segment, TC_WAIT_SLEEP, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     tc_signal_guard_enter(&guard);
@@ -31,8 +36,6 @@ static int sleep_until(struct tc_segment *segment, int vclock, int64_t deadline,
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
-        uint32_t *signals = tc_thread_handled_signals();
-        uint32_t signals_seen = __atomic_load_n(signals, __ATOMIC_RELAXED);
         tc_signal_guard_open(&guard);
         int interrupted = tc_wait_futex(segment, view.generation, signals_seen, real) == EINTR;
         tc_signal_guard_close();

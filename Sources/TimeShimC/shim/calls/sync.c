@@ -25,43 +25,90 @@
 
 static int valid_abstime(const struct timespec *abstime) { return abstime && tc_deadline_valid(abstime); }
 
-/* An absolute CLOCK_MONOTONIC deadline `real_ns` from now. */
-static struct timespec real_deadline(int64_t real_ns) {
+/* An absolute deadline on the real `clock`, `real_ns` from now. */
+static struct timespec real_deadline(clockid_t clock, int64_t real_ns) {
     struct timespec timeout = tc_real_timeout(real_ns);
-    return tc_timespec_from_ns(tc_real_ns(CLOCK_MONOTONIC) + tc_timespec_ns(timeout));
+    return tc_timespec_from_ns(tc_real_ns(clock) + tc_timespec_ns(timeout));
 }
 
 /* ---- condition variables ---- */
 
 /*
- * glibc records a condition variable's clock in bit 1 of __data.__wrefs
- * (set by pthread_condattr_setclock(CLOCK_MONOTONIC)). Checked once against
- * a condition variable made for the purpose; if the layout ever differs,
- * every condvar is taken as CLOCK_REALTIME, POSIX's default.
+ * A condition variable's clock (pthread_condattr_setclock) is kept inside
+ * the object: glibc sets bit 1 of __data.__wrefs for CLOCK_MONOTONIC; musl
+ * keeps the clock id in its fifth int (_c_clock in its pthread_impl.h).
+ * Checked once against condition variables made for the purpose; if the
+ * layout ever differs, every condvar is taken as CLOCK_REALTIME, POSIX's
+ * default.
  */
+#ifdef __GLIBC__
 #define GLIBC_COND_CLOCK_MONOTONIC 2u
-static int cond_clock_bit_checked;   /* 0 unknown, 1 usable, 2 not usable */
+static int marked_monotonic(const pthread_cond_t *cond) {
+    return (__atomic_load_n(&cond->__data.__wrefs, __ATOMIC_RELAXED) & GLIBC_COND_CLOCK_MONOTONIC) != 0;
+}
+#else
+static int marked_monotonic(const pthread_cond_t *cond) {
+    return __atomic_load_n(&cond->__u.__i[4], __ATOMIC_RELAXED) == CLOCK_MONOTONIC;
+}
+#endif
 
-static int cond_clock_bit_usable(void) {
-    int state = __atomic_load_n(&cond_clock_bit_checked, __ATOMIC_ACQUIRE);
+static int cond_clock_mark_checked;   /* 0 unknown, 1 usable, 2 not usable */
+
+static int cond_clock_mark_usable(void) {
+    int state = __atomic_load_n(&cond_clock_mark_checked, __ATOMIC_ACQUIRE);
     if (state) return state == 1;
     pthread_condattr_t attributes;
     pthread_cond_t monotonic, realtime = PTHREAD_COND_INITIALIZER;
     pthread_condattr_init(&attributes);
     pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC);
     pthread_cond_init(&monotonic, &attributes);
-    int usable = (monotonic.__data.__wrefs & GLIBC_COND_CLOCK_MONOTONIC) &&
-                 !(realtime.__data.__wrefs & GLIBC_COND_CLOCK_MONOTONIC);
+    int usable = marked_monotonic(&monotonic) && !marked_monotonic(&realtime);
     pthread_cond_destroy(&monotonic);
     pthread_condattr_destroy(&attributes);
-    __atomic_store_n(&cond_clock_bit_checked, usable ? 1 : 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&cond_clock_mark_checked, usable ? 1 : 2, __ATOMIC_RELEASE);
     return usable;
 }
 
 static clockid_t cond_clock(const pthread_cond_t *cond) {
-    if (!cond_clock_bit_usable()) return CLOCK_REALTIME;
-    unsigned int flags = __atomic_load_n(&cond->__data.__wrefs, __ATOMIC_RELAXED);
-    return (flags & GLIBC_COND_CLOCK_MONOTONIC) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+    if (!cond_clock_mark_usable()) return CLOCK_REALTIME;
+    return marked_monotonic(cond) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+}
+
+/*
+ * The real waits a virtual one is made of, each until `real_ns` from now.
+ * glibc takes the clock (the *clock* calls: CLOCK_MONOTONIC, which nobody
+ * sets); musl 1.2 has only the timed calls, which measure a condition
+ * variable's deadline on its own clock, a semaphore's and a mutex's on
+ * CLOCK_REALTIME.
+ */
+static int real_cond_wait(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t real_ns) {
+#ifdef __GLIBC__
+    struct timespec until = real_deadline(CLOCK_MONOTONIC, real_ns);
+    return tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
+#else
+    struct timespec until = real_deadline(cond_clock(cond), real_ns);
+    return tc_real.pthread_cond_timedwait(cond, mutex, &until);
+#endif
+}
+
+static int real_sem_wait(sem_t *sem, int64_t real_ns) {
+#ifdef __GLIBC__
+    struct timespec until = real_deadline(CLOCK_MONOTONIC, real_ns);
+    return tc_real.sem_clockwait(sem, CLOCK_MONOTONIC, &until);
+#else
+    struct timespec until = real_deadline(CLOCK_REALTIME, real_ns);
+    return tc_real.sem_timedwait(sem, &until);
+#endif
+}
+
+static int real_mutex_lock(pthread_mutex_t *mutex, int64_t real_ns) {
+#ifdef __GLIBC__
+    struct timespec until = real_deadline(CLOCK_MONOTONIC, real_ns);
+    return tc_real.pthread_mutex_clocklock(mutex, CLOCK_MONOTONIC, &until);
+#else
+    struct timespec until = real_deadline(CLOCK_REALTIME, real_ns);
+    return tc_real.pthread_mutex_timedlock(mutex, &until);
+#endif
 }
 
 static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pthread_mutex_t *mutex, int vclock,
@@ -69,8 +116,7 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
     int64_t now = tc_segment_read(segment, vclock);
     int64_t left = deadline > now ? deadline - now : 0;
     if (tc_wait_yields(segment, left)) {
-        struct timespec until = real_deadline(left);
-        int returned = tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
+        int returned = real_cond_wait(cond, mutex, left);
         tc_spin_note_futile_wait();
         return returned;
     }
@@ -86,8 +132,7 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
         if (real == 0) break;
         if (!woken_by_helper && real > TC_SLICE_NS) real = TC_SLICE_NS;
         if (woken_by_helper) tc_waiter_set_rate(view.rate);
-        struct timespec until = real_deadline(real);
-        int returned = tc_real.pthread_cond_clockwait(cond, mutex, CLOCK_MONOTONIC, &until);
+        int returned = real_cond_wait(cond, mutex, real);
         if (returned == ETIMEDOUT) continue;
         /* Woken by the helper because a verb made the deadline due: that is a timeout. */
         result = returned == 0 && woken_by_helper && tc_waiter_woken_at_deadline() ? ETIMEDOUT : returned;
@@ -96,15 +141,6 @@ static int cond_wait_until(struct tc_segment *segment, pthread_cond_t *cond, pth
     pthread_cleanup_pop(1);
     pthread_cleanup_pop(1);
     return result;
-}
-
-static int shim_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
-                                       const struct timespec *abstime) {
-    struct tc_segment *segment = tc_shim_segment();
-    int vclock = tc_vclock_for_clockid(clock);
-    if (!segment || vclock < 0) return tc_real.pthread_cond_clockwait(cond, mutex, clock, abstime);
-    if (!valid_abstime(abstime)) return EINVAL;
-    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 static int shim_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mutex, const struct timespec *abstime) {
@@ -117,8 +153,21 @@ static int shim_pthread_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *mu
 
 TC_EXPORT int pthread_cond_timedwait(pthread_cond_t *, pthread_mutex_t *, const struct timespec *)
     __attribute__((alias("shim_pthread_cond_timedwait")));
+
+/* glibc's (2.30); musl has no pthread_cond_clockwait. */
+#ifdef __GLIBC__
+static int shim_pthread_cond_clockwait(pthread_cond_t *cond, pthread_mutex_t *mutex, clockid_t clock,
+                                       const struct timespec *abstime) {
+    struct tc_segment *segment = tc_shim_segment();
+    int vclock = tc_vclock_for_clockid(clock);
+    if (!segment || vclock < 0) return tc_real.pthread_cond_clockwait(cond, mutex, clock, abstime);
+    if (!valid_abstime(abstime)) return EINVAL;
+    return cond_wait_until(segment, cond, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
+}
+
 TC_EXPORT int pthread_cond_clockwait(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *)
     __attribute__((alias("shim_pthread_cond_clockwait")));
+#endif
 
 /* ---- semaphores ---- */
 
@@ -129,6 +178,8 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
     struct tc_wait wait;
     struct tc_signal_guard guard;
     volatile int result = -1, error = ETIMEDOUT; /* pthread_cleanup_push may use setjmp */
+    /* From the call's start, as a sleep counts them (calls/sleep.c). */
+    uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
     tc_wait_begin(&wait, segment, TC_WAIT_SEM, vclock, deadline);
     pthread_cleanup_push(tc_wait_end_cleanup, &wait);
     tc_signal_guard_enter(&guard);
@@ -137,10 +188,8 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_remaining(&view, &wait);
         if (real == 0) break;
-        struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
-        uint32_t signals_seen = __atomic_load_n(tc_thread_handled_signals(), __ATOMIC_RELAXED);
         tc_signal_guard_open(&guard);
-        int returned = tc_real.sem_clockwait(sem, CLOCK_MONOTONIC, &until);
+        int returned = real_sem_wait(sem, real < TC_SLICE_NS ? real : TC_SLICE_NS);
         int returned_errno = errno;
         tc_signal_guard_close();
         if (returned == 0) {
@@ -161,10 +210,7 @@ static int sem_wait_until(struct tc_segment *segment, sem_t *sem, int vclock, in
     return result;
 }
 
-static int shim_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime) {
-    struct tc_segment *segment = tc_shim_segment();
-    int vclock = tc_vclock_for_clockid(clock);
-    if (!segment || vclock < 0) return tc_real.sem_clockwait(sem, clock, abstime);
+static int sem_wait_virtual(struct tc_segment *segment, sem_t *sem, int vclock, const struct timespec *abstime) {
     if (!valid_abstime(abstime)) {
         if (sem_trywait(sem) == 0) return 0;
         errno = EINVAL;
@@ -174,11 +220,24 @@ static int shim_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec
 }
 
 static int shim_sem_timedwait(sem_t *sem, const struct timespec *abstime) {
-    return shim_sem_clockwait(sem, CLOCK_REALTIME, abstime);
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.sem_timedwait(sem, abstime);
+    return sem_wait_virtual(segment, sem, tc_vclock_for_clockid(CLOCK_REALTIME), abstime);
 }
 
 TC_EXPORT int sem_timedwait(sem_t *, const struct timespec *) __attribute__((alias("shim_sem_timedwait")));
+
+/* glibc's (2.30); musl has no sem_clockwait. */
+#ifdef __GLIBC__
+static int shim_sem_clockwait(sem_t *sem, clockid_t clock, const struct timespec *abstime) {
+    struct tc_segment *segment = tc_shim_segment();
+    int vclock = tc_vclock_for_clockid(clock);
+    if (!segment || vclock < 0) return tc_real.sem_clockwait(sem, clock, abstime);
+    return sem_wait_virtual(segment, sem, vclock, abstime);
+}
+
 TC_EXPORT int sem_clockwait(sem_t *, clockid_t, const struct timespec *) __attribute__((alias("shim_sem_clockwait")));
+#endif
 
 /* ---- mutexes ---- */
 
@@ -190,8 +249,7 @@ static int mutex_lock_until(struct tc_segment *segment, pthread_mutex_t *mutex, 
         struct tc_wait_view view = tc_wait_look(segment, vclock);
         int64_t real = tc_wait_remaining(&view, &wait);
         /* Even when due: a mutex that is free now is taken, as libc does. */
-        struct timespec until = real_deadline(real < TC_SLICE_NS ? real : TC_SLICE_NS);
-        int returned = tc_real.pthread_mutex_clocklock(mutex, CLOCK_MONOTONIC, &until);
+        int returned = real_mutex_lock(mutex, real < TC_SLICE_NS ? real : TC_SLICE_NS);
         if (returned != ETIMEDOUT || real == 0) {
             result = returned;
             break;
@@ -201,19 +259,30 @@ static int mutex_lock_until(struct tc_segment *segment, pthread_mutex_t *mutex, 
     return result;
 }
 
-static int shim_pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock, const struct timespec *abstime) {
-    struct tc_segment *segment = tc_shim_segment();
-    int vclock = tc_vclock_for_clockid(clock);
-    if (!segment || vclock < 0) return tc_real.pthread_mutex_clocklock(mutex, clock, abstime);
+static int mutex_lock_virtual(struct tc_segment *segment, pthread_mutex_t *mutex, int vclock,
+                              const struct timespec *abstime) {
     if (!valid_abstime(abstime)) return pthread_mutex_trylock(mutex) == 0 ? 0 : EINVAL;
     return mutex_lock_until(segment, mutex, vclock, tc_wait_absolute_deadline(segment, vclock, tc_deadline_ns(abstime)));
 }
 
 static int shim_pthread_mutex_timedlock(pthread_mutex_t *mutex, const struct timespec *abstime) {
-    return shim_pthread_mutex_clocklock(mutex, CLOCK_REALTIME, abstime);
+    struct tc_segment *segment = tc_shim_segment();
+    if (!segment) return tc_real.pthread_mutex_timedlock(mutex, abstime);
+    return mutex_lock_virtual(segment, mutex, tc_vclock_for_clockid(CLOCK_REALTIME), abstime);
 }
 
 TC_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *, const struct timespec *)
     __attribute__((alias("shim_pthread_mutex_timedlock")));
+
+/* glibc's (2.30); musl has no pthread_mutex_clocklock. */
+#ifdef __GLIBC__
+static int shim_pthread_mutex_clocklock(pthread_mutex_t *mutex, clockid_t clock, const struct timespec *abstime) {
+    struct tc_segment *segment = tc_shim_segment();
+    int vclock = tc_vclock_for_clockid(clock);
+    if (!segment || vclock < 0) return tc_real.pthread_mutex_clocklock(mutex, clock, abstime);
+    return mutex_lock_virtual(segment, mutex, vclock, abstime);
+}
+
 TC_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *, clockid_t, const struct timespec *)
     __attribute__((alias("shim_pthread_mutex_clocklock")));
+#endif

@@ -79,10 +79,12 @@ static long sleep_call(const struct tc_syscall *call) {
     return tc_syscall_sleep(call->number, a[0], a[1], a[2], a[3]);
 }
 
+#ifdef SYS_poll
 static long poll_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     return tc_poll((struct pollfd *)a[0], (nfds_t)a[1], (int)a[2]);
 }
+#endif
 
 static long ppoll_call(const struct tc_syscall *call) {
     const long *a = call->arg;
@@ -91,10 +93,12 @@ static long ppoll_call(const struct tc_syscall *call) {
     return tc_ppoll((struct pollfd *)a[0], (nfds_t)a[1], (const struct timespec *)a[2], libc_mask(a[3], &mask));
 }
 
+#ifdef SYS_select
 static long select_call(const struct tc_syscall *call) {
     const long *a = call->arg;
     return tc_select((int)a[0], (fd_set *)a[1], (fd_set *)a[2], (fd_set *)a[3], (struct timeval *)a[4]);
 }
+#endif
 
 /* pselect6's sixth argument: {const sigset_t *, size_t}. */
 static long pselect_call(const struct tc_syscall *call) {
@@ -153,8 +157,13 @@ static long file_times_call(const struct tc_syscall *call) {
 
 static long exec_call(const struct tc_syscall *call) { return tc_process_exec(call->number, call->arg); }
 
+/* clone(flags, stack, parent_tid, …): x86-64 puts child_tid before tls, aarch64 (the generic order) after it. */
 static long fork_call(const struct tc_syscall *call) {
+#if defined(__x86_64__)
     return tc_process_fork(call->number, call->arg[0], call->arg[2], call->arg[3]);
+#elif defined(__aarch64__)
+    return tc_process_fork(call->number, call->arg[0], call->arg[2], call->arg[4]);
+#endif
 }
 
 static long sigaction_call(const struct tc_syscall *call) {
@@ -236,7 +245,8 @@ static const struct entry table[] = {
     [SYS_rt_sigaction] = {sigaction_call, TC_DOOR_TRAP},
     [SYS_rt_sigprocmask] = {sigprocmask_call, TC_DOOR_TRAP},
     [SYS_readlinkat] = {readlink_call, TC_DOOR_TRAP},
-    /* The numbers only older architectures have (x86-64 has them; aarch64 does not). */
+    /* x86-64 keeps the older calls beside their successors; aarch64 (the generic table) has only the successors,
+       which libc's poll, select, alarm, time, stat and fork there are made of. */
 #if defined(__x86_64__)
     [SYS_poll] = {poll_call, BOTH},
     [SYS_select] = {select_call, BOTH},
@@ -249,6 +259,8 @@ static const struct entry table[] = {
     [SYS_futimesat] = {file_times_call, TC_DOOR_SYSCALL},
     [SYS_fork] = {fork_call, TC_DOOR_TRAP},
     [SYS_readlink] = {readlink_call, TC_DOOR_TRAP},
+#elif defined(__aarch64__)
+    /* Nothing of its own: every call above is in the generic table under the same name. */
 #endif
 };
 

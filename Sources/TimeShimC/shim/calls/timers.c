@@ -54,6 +54,20 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+/* glibc 2.36 names a SIGEV_THREAD_ID event's thread only by its member; musl by sigev_notify_thread_id. */
+#ifdef sigev_notify_thread_id
+#define EVENT_THREAD_ID(event) ((event)->sigev_notify_thread_id)
+#else
+#define EVENT_THREAD_ID(event) ((event)->_sigev_un._tid)
+#endif
+
+/* setitimer's first parameter: glibc's enum, musl's int. */
+#ifdef __GLIBC__
+typedef __itimer_which_t itimer_which;
+#else
+typedef int itimer_which;
+#endif
+
 #define TC_VTIMERS 256
 
 enum vtimer_type { VTIMER_FREE = 0, VTIMER_TIMERFD = 1, VTIMER_POSIX = 2, VTIMER_ITIMER = 3 };
@@ -178,7 +192,8 @@ static void arm(struct tc_segment *segment, struct vtimer *timer, int kind, int 
 /* Empties an eventfd without blocking, whatever the application's flags. */
 static void drain(int fd) {
     struct pollfd check = {fd, POLLIN, 0};
-    if (tc_raw_syscall(SYS_poll, &check, 1, 0) <= 0) return;
+    struct timespec now = {0, 0};
+    if (tc_raw_syscall(SYS_ppoll, &check, 1, &now, NULL, 8) <= 0) return;
     long flags = tc_raw_syscall(SYS_fcntl, fd, F_GETFL, 0);
     if (flags >= 0 && !(flags & O_NONBLOCK)) tc_raw_syscall(SYS_fcntl, fd, F_SETFL, flags | O_NONBLOCK);
     uint64_t count;
@@ -210,7 +225,7 @@ static int signals_by_notification(const struct sigevent *event) {
 static int signal_pending(const struct sigevent *event) {
     struct tc_text path = {.length = 0};
     tc_text_append(&path, "/proc/self/task/");
-    tc_text_append_number(&path, event->sigev_notify == SIGEV_THREAD_ID ? event->_sigev_un._tid : tc_shim_pid());
+    tc_text_append_number(&path, event->sigev_notify == SIGEV_THREAD_ID ? EVENT_THREAD_ID(event) : tc_shim_pid());
     tc_text_append(&path, "/status");
     long fd = tc_raw_syscall(SYS_openat, AT_FDCWD, path.text, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return 0;
@@ -261,7 +276,7 @@ static void deliver(const struct firing *firing) {
         tc_raw_syscall(SYS_rt_sigqueueinfo, pid, event->sigev_signo, &info);
         break;
     case SIGEV_THREAD_ID:
-        tc_raw_syscall(SYS_rt_tgsigqueueinfo, pid, event->_sigev_un._tid, event->sigev_signo, &info);
+        tc_raw_syscall(SYS_rt_tgsigqueueinfo, pid, EVENT_THREAD_ID(event), event->sigev_signo, &info);
         break;
     case SIGEV_THREAD: {
         /* A copy the new thread owns (mmap: the helper does not call malloc). */
@@ -638,13 +653,13 @@ static int set_itimer(struct tc_segment *segment, const struct itimerval *value,
     return 0;
 }
 
-static int shim_setitimer(__itimer_which_t which, const struct itimerval *value, struct itimerval *old) {
+static int shim_setitimer(itimer_which which, const struct itimerval *value, struct itimerval *old) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment || which != ITIMER_REAL || !value) return tc_real.setitimer(which, value, old);
     return set_itimer(segment, value, old);
 }
 
-static int shim_getitimer(__itimer_which_t which, struct itimerval *current) {
+static int shim_getitimer(itimer_which which, struct itimerval *current) {
     struct tc_segment *segment = tc_shim_segment();
     if (!segment || which != ITIMER_REAL) return tc_real.getitimer(which, current);
     sigset_t saved;
@@ -669,9 +684,9 @@ static unsigned int shim_alarm(unsigned int seconds) {
     return left;
 }
 
-TC_EXPORT int setitimer(__itimer_which_t, const struct itimerval *restrict, struct itimerval *restrict)
+TC_EXPORT int setitimer(itimer_which, const struct itimerval *restrict, struct itimerval *restrict)
     __attribute__((alias("shim_setitimer")));
-TC_EXPORT int getitimer(__itimer_which_t, struct itimerval *) __attribute__((alias("shim_getitimer")));
+TC_EXPORT int getitimer(itimer_which, struct itimerval *) __attribute__((alias("shim_getitimer")));
 TC_EXPORT unsigned int alarm(unsigned int) __attribute__((alias("shim_alarm")));
 
 /* ---- the same calls made raw, by Go and static programs (trap/syscall_trap.c traps them) ---- */
@@ -724,12 +739,14 @@ long tc_timers_syscall(long number, long a1, long a2, long a3, long a4) {
     case SYS_timer_delete:
         if (!kernel_timer(a1, &timer)) break;
         return kernel_result(shim_timer_delete(timer));
-    case SYS_alarm: return shim_alarm((unsigned int)a1);
+#ifdef SYS_alarm
+    case SYS_alarm: return shim_alarm((unsigned int)a1);  /* x86-64's; aarch64 has none (libc's alarm is setitimer) */
+#endif
     case SYS_setitimer:
-        return kernel_result(shim_setitimer((__itimer_which_t)a1, (const struct itimerval *)a2, (struct itimerval *)a3));
+        return kernel_result(shim_setitimer((itimer_which)a1, (const struct itimerval *)a2, (struct itimerval *)a3));
     case SYS_getitimer:
         if (!a2) break;
-        return kernel_result(shim_getitimer((__itimer_which_t)a1, (struct itimerval *)a2));
+        return kernel_result(shim_getitimer((itimer_which)a1, (struct itimerval *)a2));
     default: break;
     }
     return tc_raw_syscall(number, a1, a2, a3, a4);

@@ -20,6 +20,15 @@
 #include <sys/timerfd.h>
 #include <time.h>
 
+/* Where glibc's and musl's prototypes differ: recvmmsg's flags, ioctl's request. */
+#ifdef __GLIBC__
+typedef int tc_recvmmsg_flags;
+typedef unsigned long tc_ioctl_request;
+#else
+typedef unsigned int tc_recvmmsg_flags;
+typedef int tc_ioctl_request;
+#endif
+
 struct tc_real_functions {
     int (*nanosleep)(const struct timespec *, struct timespec *);
     int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
@@ -55,8 +64,8 @@ struct tc_real_functions {
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*sigprocmask)(int, const sigset_t *, sigset_t *);
     ssize_t (*recvmsg)(int, struct msghdr *, int);
-    int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
-    int (*ioctl)(int, unsigned long, ...);
+    int (*recvmmsg)(int, struct mmsghdr *, unsigned int, tc_recvmmsg_flags, struct timespec *);
+    int (*ioctl)(int, tc_ioctl_request, ...);
 };
 
 extern struct tc_real_functions tc_real;

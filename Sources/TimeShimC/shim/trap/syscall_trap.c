@@ -56,7 +56,42 @@
 #include <sys/ucontext.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__aarch64__)
+
+/*
+ * What differs between the architectures: where a trapped call's arguments
+ * and result are in the signal frame, the filter's architecture, and the
+ * older system calls that x86-64 keeps beside their successors (aarch64's
+ * generic table has only ppoll, pselect6, epoll_pwait, readlinkat and
+ * clone; its libc makes poll, select, epoll_wait, readlink and fork of them).
+ */
 #if defined(__x86_64__)
+#define FILTER_ARCH AUDIT_ARCH_X86_64
+#define ARGUMENT_REGISTERS(r) {r[REG_RDI], r[REG_RSI], r[REG_RDX], r[REG_R10], r[REG_R8], r[REG_R9]}
+#define RESULT_REGISTER(context) (((ucontext_t *)(context))->uc_mcontext.gregs[REG_RAX])
+#define REGISTERS(context) ((const long long *)((ucontext_t *)(context))->uc_mcontext.gregs)
+#define NR_POLL SYS_poll
+#define NR_SELECT SYS_select
+#define NR_EPOLL_WAIT SYS_epoll_wait
+#define NR_ALARM SYS_alarm
+#define NR_READLINK SYS_readlink
+#define NR_FORK SYS_fork
+#elif defined(__aarch64__)
+#define FILTER_ARCH AUDIT_ARCH_AARCH64
+/* x0–x5 carry the arguments, x8 the number; the result goes back in x0. */
+#define ARGUMENT_REGISTERS(r) {(long)r[0], (long)r[1], (long)r[2], (long)r[3], (long)r[4], (long)r[5]}
+#define RESULT_REGISTER(context) (((ucontext_t *)(context))->uc_mcontext.regs[0])
+#define REGISTERS(context) ((const unsigned long long *)((ucontext_t *)(context))->uc_mcontext.regs)
+#define NR_POLL NO_SYSCALL
+#define NR_SELECT NO_SYSCALL
+#define NR_EPOLL_WAIT NO_SYSCALL
+#define NR_ALARM NO_SYSCALL
+#define NR_READLINK NO_SYSCALL
+#define NR_FORK NO_SYSCALL
+#endif
+
+/* A number no system call has: the filter compares against it where an architecture lacks a call. */
+#define NO_SYSCALL 0xffffffffu
 
 /* SECCOMP_RET_DATA of our traps: si_errno tells our SIGSYS from another filter's. */
 #define TRAP_TAG 0x7c1
@@ -68,9 +103,8 @@
 static int static_program, program_is_go = 1;
 
 /* A trapped call, with the trap's registers as its arguments. */
-static struct tc_syscall trapped(long number, const greg_t *r, ucontext_t *context) {
-    struct tc_syscall call = {number, {r[REG_RDI], r[REG_RSI], r[REG_RDX], r[REG_R10], r[REG_R8], r[REG_R9]},
-                              TC_DOOR_TRAP, program_is_go, context};
+static struct tc_syscall trapped(long number, ucontext_t *context) {
+    struct tc_syscall call = {number, ARGUMENT_REGISTERS(REGISTERS(context)), TC_DOOR_TRAP, program_is_go, context};
     return call;
 }
 
@@ -91,9 +125,8 @@ static void forward(int signal, siginfo_t *info, void *context) {
 int tc_syscall_trap_is_ours(const siginfo_t *info) { return info->si_code == SYS_SECCOMP && info->si_errno == TRAP_TAG; }
 
 void tc_syscall_trap_exec(const siginfo_t *info, void *context) {
-    greg_t *registers = ((ucontext_t *)context)->uc_mcontext.gregs;
-    struct tc_syscall call = trapped(info->si_syscall, registers, context);
-    registers[REG_RAX] = tc_process_exec(call.number, call.arg);
+    struct tc_syscall call = trapped(info->si_syscall, context);
+    RESULT_REGISTER(context) = tc_process_exec(call.number, call.arg);
 }
 
 void tc_syscall_trap_handle(int signal, siginfo_t *info, void *context) {
@@ -102,10 +135,8 @@ void tc_syscall_trap_handle(int signal, siginfo_t *info, void *context) {
         return;
     }
     int saved_errno = errno;
-    ucontext_t *frame = context;
-    greg_t *registers = frame->uc_mcontext.gregs;
-    struct tc_syscall call = trapped(info->si_syscall, registers, frame);
-    registers[REG_RAX] = tc_syscall_dispatch(&call);
+    struct tc_syscall call = trapped(info->si_syscall, context);
+    RESULT_REGISTER(context) = tc_syscall_dispatch(&call);
     errno = saved_errno;
 }
 
@@ -150,21 +181,19 @@ struct step {
     {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(n), NEXT, NEXT, label},      \
     JUMP_IF(BPF_JEQ, 0, ALLOW, NEXT), JUMP_IF(BPF_JGE, 0x80000000u, ALLOW, TRAP)
 
-/* A number no system call has: the static programs' extra checks compare against it in a Go program's filter. */
-#define NO_SYSCALL 0xffffffffu
-
 static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_filter *out, size_t capacity) {
     /* Compared in 32-bit halves: the text must not cross (or end on) a 4 GiB boundary. */
     if ((text_start >> 32) != (text_end >> 32)) return 0;
     /* A static C program waits through its own libc's raw calls: poll, select and their kin too. */
     /* And it forks by itself (fork_call). */
-    uint32_t only_static[] = {SYS_poll,     SYS_ppoll,      SYS_select, SYS_pselect6, SYS_epoll_pwait2,
-                              SYS_readlink, SYS_readlinkat, SYS_fork,   SYS_clone};
+    uint32_t only_static[] = {NR_POLL,     SYS_ppoll,      NR_SELECT, SYS_pselect6, SYS_epoll_pwait2,
+                              NR_READLINK, SYS_readlinkat, NR_FORK,   SYS_clone};
+    /* In a Go program's filter the static programs' extra checks compare against NO_SYSCALL. */
     if (!static_program)
         for (size_t i = 0; i < sizeof(only_static) / sizeof(only_static[0]); i++) only_static[i] = NO_SYSCALL;
     const struct step steps[] = {
         LOAD(DATA(arch)),
-        JUMP_IF(BPF_JEQ, AUDIT_ARCH_X86_64, NEXT, ALLOW),
+        JUMP_IF(BPF_JEQ, FILTER_ARCH, NEXT, ALLOW),
         /* Only calls made from the Go executable's own code. */
         LOAD(IP_HIGH),
         JUMP_IF(BPF_JEQ, text_start >> 32, NEXT, ALLOW),
@@ -176,7 +205,7 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, SYS_futex_waitv, POINTER3, NEXT),
         JUMP_IF(BPF_JEQ, SYS_nanosleep, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_clock_nanosleep, TRAP, NEXT),
-        JUMP_IF(BPF_JEQ, SYS_epoll_wait, EPOLL, NEXT),
+        JUMP_IF(BPF_JEQ, NR_EPOLL_WAIT, EPOLL, NEXT),
         JUMP_IF(BPF_JEQ, SYS_epoll_pwait, EPOLL, NEXT),
         JUMP_IF(BPF_JEQ, SYS_rt_sigaction, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_execve, TRAP, NEXT),
@@ -195,7 +224,7 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, SYS_timer_gettime, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_timer_getoverrun, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_timer_delete, TRAP, NEXT),
-        JUMP_IF(BPF_JEQ, SYS_alarm, TRAP, NEXT),
+        JUMP_IF(BPF_JEQ, NR_ALARM, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_setitimer, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, SYS_getitimer, TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[0], POLL, NEXT),
@@ -309,13 +338,5 @@ void tc_syscall_trap_adopt(void) {
 }
 
 #else
-
-const char *tc_syscall_trap_install(void) { return "is not supported on this architecture (x86-64 only)"; }
-const char *tc_syscall_trap_install_static(uintptr_t text_start, uintptr_t text_end, int is_go,
-                                          void (*handler)(int, siginfo_t *, void *)) {
-    (void)text_start, (void)text_end, (void)is_go, (void)handler;
-    return "is not supported on this architecture (x86-64 only)";
-}
-void tc_syscall_trap_adopt(void) {}
-
+#error "timectl supports x86_64 and aarch64 Linux"
 #endif
