@@ -10,7 +10,7 @@ public enum TimeControlError: Error, Sendable, CustomStringConvertible {
     case invalidSessionName(String)
     /// A verb that needs an existing session named one that does not exist.
     case sessionNotFound(name: String, path: String)
-    /// `session create` (``TimeSession/create(named:in:)``) named a session that already exists.
+    /// `session create` (``TimeSession/create(named:in:pinned:)``) named a session that already exists.
     case sessionExists(name: String, path: String)
     /// The segment file exists but is not one to trust: a symbolic link, not a
     /// regular file, another user's, open to others, truncated, of another

@@ -154,7 +154,7 @@ public final class TimeSession: Sendable {
     /// Creates a new session; fails if it already exists. Its clocks start at
     /// real time or, `pinned`, frozen with its monotonic clocks at
     /// ``pinnedMonotonicOrigin`` (its wall clock at real time until a verb sets
-    /// it: ``freeze(at:)``, or ``resume(rate:)`` to start it from there), as a session made
+    /// it: ``freeze(at:)-(WallClockTarget?)``, or ``resume(rate:)`` to start it from there), as a session made
     /// for one run is: two runs on sessions set up alike read the same values.
     public static func create(named name: String, in directory: SessionDirectory = SessionDirectory(),
                               pinned: Bool = false) throws(TimeControlError) -> TimeSession {

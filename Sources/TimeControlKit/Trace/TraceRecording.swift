@@ -4,7 +4,7 @@ import Glibc
 import SystemPackage
 import TimeShimC
 
-/// What ``TraceRecorder/record(_:into:session:replacing:environment:)`` recorded.
+/// What ``TraceRecorder/record(_:into:session:replacing:autoAdvancing:maxSteps:environment:)`` recorded.
 public struct RecordingSummary: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The command's exit status (128+N if it was killed by signal N).
     public var status: Int32
