@@ -20,6 +20,17 @@ struct FileTimesTests {
         return (sandbox, directory)
     }
 
+    /// `sh -c SCRIPT sh DIRECTORY` under `run --at 2016-01-01T12:00:00Z --auto-advance`, in a scratch directory; requires it to succeed.
+    static func autoAdvanced(_ script: String) throws -> ProcessResult {
+        try Build.requireShim()
+        let sandbox = try Sandbox()
+        let directory = sandbox.directory + "/work"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let result = try sandbox.timectl(["run", "--at", "@\(start)", "--auto-advance", "--", "sh", "-c", script, "sh", directory])
+        #expect(result.status == 0, "\(result)")
+        return result
+    }
+
     static func run(_ sandbox: Sandbox, _ command: [String], environment: [String: String] = [:]) throws -> ProcessResult {
         let result = try sandbox.timectl(["--session", "files", "run", "--"] + command, environment: environment)
         #expect(result.status == 0, "\(command): \(result)")
@@ -82,31 +93,19 @@ struct FileTimesTests {
     /// Issue 31: a file written just before an auto-advance step got the step's time (8 runs in 10).
     @Test("under auto-advance a file written just before each step keeps the time it was written at, 50 steps in a row")
     func writesRightBeforeSteps() throws {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let directory = sandbox.directory + "/work"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Each touch lands microseconds before the step of the sleep after it, and microseconds after the one before.
-        let script = """
+        let result = try Self.autoAdvanced("""
             cd "$1" && for i in $(seq 50); do sleep 1; touch "a$i"; sleep 10; done; for i in $(seq 50); do stat -c %Y "a$i"; done
-            """
-        let result = try sandbox.timectl(["run", "--at", "@\(Self.start)", "--auto-advance", "--", "sh", "-c", script, "sh", directory])
-        #expect(result.status == 0, "\(result)")
+            """)
         #expect(result.lines == (1...50).map { "\(Self.start + Int64($0) * 11 - 10)" }, "\(result)")
     }
 
     @Test("under auto-advance make rebuilds after an hour's sleep and a touch, and is up to date after it, 10 rounds")
     func makeAcrossSteps() throws {
-        try Build.requireShim()
-        let sandbox = try Sandbox()
-        let directory = sandbox.directory + "/work"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let script = """
+        let result = try Self.autoAdvanced("""
             cd "$1" && printf 'out: in\n\tcp in out\n' > Makefile && touch in && make -s && \
             for i in $(seq 10); do sleep 3600; touch in; make -s && echo built; make -s && echo checked; done
-            """
-        let result = try sandbox.timectl(["run", "--at", "@\(Self.start)", "--auto-advance", "--", "sh", "-c", script, "sh", directory])
-        #expect(result.status == 0, "\(result)")
+            """)
         #expect(result.lines == Array(repeating: ["built", "checked"], count: 10).flatMap { $0 }, "\(result)")
         #expect(!result.stderr.contains("up to date") && !result.stderr.contains("skew"), "\(result)")
     }
