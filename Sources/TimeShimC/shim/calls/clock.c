@@ -35,8 +35,9 @@ static int real_clock_gettime(clockid_t clock, struct timespec *ts) {
 
 /* The session's reading as the calling thread sees it: its creep ahead (runtime/starvation.h). */
 __attribute__((always_inline)) static inline void own_clock(struct timespec *value) {
-    int64_t creep = tc_spin_state.creep;
-    if (__builtin_expect(creep != 0, 0)) tc_creep_apply(creep, value);
+    const struct tc_spin_state *state = &tc_spin_state;
+    if (__builtin_expect(state->creep != 0, 0))
+        *value = tc_timespec_normalised(value->tv_sec + state->creep_seconds, value->tv_nsec + state->creep_nanoseconds);
 }
 
 /* Reads not on the plain attached path: initialisation, recording, replay, libfaketime's per-call settings, real time. */
@@ -79,23 +80,26 @@ __attribute__((noinline)) static int read_running_clock(struct tc_segment *segme
     return 0;
 }
 
-/* The read of a clock that stands still, noted for the spin check: 1, or 0 when the clock runs. */
+enum { READ_RUNS, READ_DONE, READ_UNUSUAL };
+
+/* The read of a clock that stands still, noted for the spin check: READ_DONE; READ_UNUSUAL when the caller must
+   still hand it to tc_spin_note_unusual (a thread that crept: runtime/starvation.h); READ_RUNS when the clock runs. */
 __attribute__((always_inline)) static inline int read_still_clock(struct tc_segment *segment, int vclock,
                                                                  struct timespec *value) {
     struct timespec reading;
-    if (!tc_segment_try_read_still(segment, vclock, &reading)) return 0;
-    own_clock(&reading);
-    /* Stored first, the reading need not outlive the spin check's rare call: no register is saved for it. */
+    if (!tc_segment_try_read_still(segment, vclock, &reading)) return READ_RUNS;
+    /* Stored first, the reading need not outlive the spin check: no register is saved for it. */
     *value = reading;
-    tc_spin_note_reading(vclock, &reading);
-    return 1;
+    return tc_spin_note_still(vclock, &reading, value) ? READ_UNUSUAL : READ_DONE;
 }
 
 /* The plain attached read: 1 with the session's value in `*value`, or 0 (unattached, recording, replaying). */
 __attribute__((always_inline)) static inline int virtual_time_attached(int vclock, struct timespec *value) {
     struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
     if (!TC_LIKELY(segment != NULL)) return 0;
-    if (!read_still_clock(segment, vclock, value)) read_running_clock(segment, vclock, value);
+    int read = read_still_clock(segment, vclock, value);
+    if (read == READ_RUNS) read_running_clock(segment, vclock, value);
+    else if (read == READ_UNUSUAL) tc_spin_note_unusual(vclock, value);
     return 1;
 }
 
@@ -118,7 +122,9 @@ static int shim_clock_gettime(clockid_t clock, struct timespec *ts) {
     int vclock = tc_vclock_for_clockid(clock);
     struct tc_segment *segment = __atomic_load_n(&tc_shim_read_segment, __ATOMIC_ACQUIRE);
     if (TC_LIKELY(vclock >= 0 && segment != NULL)) {
-        if (read_still_clock(segment, vclock, ts)) return 0;
+        int read = read_still_clock(segment, vclock, ts);
+        if (TC_LIKELY(read == READ_DONE)) return 0;
+        if (read == READ_UNUSUAL) return tc_spin_note_unusual(vclock, ts);
         return read_running_clock(segment, vclock, ts);
     }
     return read_clock(TC_CALL_CLOCK_GETTIME, clock, ts);

@@ -48,6 +48,14 @@ static int frozen(const struct tc_segment *segment) { return tc_segment_rate(seg
 /* Whether this process's clocks creep as one (Go, static programs): see starvation.h. */
 static int creeps_per_process(void) { return tc_syscall_trap_active(); }
 
+void tc_spin_set_creep(int64_t creep) {
+    struct tc_spin_state *state = &tc_spin_state;
+    state->creep = creep;
+    state->creep_seconds = creep / TC_NS_PER_SECOND;
+    state->creep_nanoseconds = creep % TC_NS_PER_SECOND;
+    if (creep) state->vclock |= TC_SPIN_CREPT;
+}
+
 int64_t tc_own_creep(void) {
     return creeps_per_process() ? __atomic_load_n(&tc_process_creep, __ATOMIC_RELAXED) : tc_spin_state.creep;
 }
@@ -57,9 +65,23 @@ static void creep(int64_t ns) {
     struct tc_spin_state *state = &tc_spin_state;
     if (creeps_per_process()) __atomic_fetch_add(&tc_process_creep, ns, __ATOMIC_RELAXED);
     /* A thread of such a process that reads through libc (a cgo call) sees its own creep. */
-    state->creep += ns;
+    tc_spin_set_creep(state->creep + ns);
     state->repeats = 0;
     state->futile_waits = 0;
+}
+
+int tc_spin_note_unusual(int vclock, struct timespec *value) {
+    struct tc_spin_state *state = &tc_spin_state;
+    int32_t crept = state->vclock & TC_SPIN_CREPT;
+    /* The session's reading is what the state keeps on this path (starvation.h); the thread sees its own. */
+    state->seconds = value->tv_sec;
+    state->nanoseconds = value->tv_nsec;
+    state->vclock = vclock | crept;
+    state->repeats = 0;
+    state->futile_waits = 0;
+    state->read_since_wait = 1;
+    if (crept) tc_creep_apply(state->creep, value);
+    return 0;
 }
 
 __attribute__((noinline)) void tc_spin_tripped(void) { creep((int64_t)TC_SPIN_READS * TC_SPIN_TURN_NS); }

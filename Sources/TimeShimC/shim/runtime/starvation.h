@@ -40,12 +40,15 @@
  * thread's.
  */
 struct tc_spin_state {
-    int64_t seconds, nanoseconds;  /* the thread's last reading, as it saw it (its creep included) */
-    int32_t vclock;
+    /* The thread's last reading: the session's on the plain read of a clock that stands still
+       (tc_spin_note_still), else as the thread saw it (its creep included). */
+    int64_t seconds, nanoseconds;
+    int32_t vclock;                /* | TC_SPIN_CREPT once the thread crept */
     uint32_t repeats;              /* readings of it in a row */
     int64_t creep;                 /* ns its clocks are ahead of the session's */
     uint32_t futile_waits;         /* futile waits since it was first read, none of them blocking */
     int read_since_wait;
+    int64_t creep_seconds, creep_nanoseconds;  /* the same creep split, for the read path's addition */
 };
 
 extern TC_TLS struct tc_spin_state tc_spin_state;
@@ -71,39 +74,83 @@ __attribute__((always_inline)) static inline void tc_creep_apply(int64_t creep, 
     value->tv_nsec = nsec;
 }
 
+/* Sets the calling thread's creep (a new thread's: its creator's). */
+void tc_spin_set_creep(int64_t creep);
+
 /* How far the calling thread's clocks run ahead of the session's: its creep, or its process's. */
 int64_t tc_own_creep(void);
 
 /* The spin of a thread whose readings tripped TC_SPIN_READS: its clocks (or its process's) creep. */
 void tc_spin_tripped(void);
 
+/* In tc_spin_state.vclock: the thread has crept. On the plain read of a clock that stands still its repeats
+   then have its creep added inline and its new readings go out of line (tc_spin_note_unusual): a thread that
+   never crept pays nothing for creeping on that path. */
+#define TC_SPIN_CREPT 0x100
+
 /*
- * After a reading the application asks for, of a clock that stands still
- * (only such a clock creeps, so a running clock's plain reads skip this;
- * contended and recorded reads note theirs whatever the clock does), as the
- * thread saw it (its creep included). A field is written only when its
- * value changes: a new value stores the reading, a repeated one the count,
- * and the rest of the state is rewritten only when it was not already reset.
+ * After a reading the application asks for, as the thread saw it (its creep
+ * included): contended and recorded reads note theirs whatever the clock
+ * does, a Go program's reads of a clock that stands still theirs. A field is
+ * written only when its value changes: a new value stores the reading, a
+ * repeated one the count, and the rest of the state is rewritten only when
+ * it was not already reset.
  */
 __attribute__((always_inline)) static inline void tc_spin_note_reading(int vclock, const struct timespec *value) {
     struct tc_spin_state *state = &tc_spin_state;
     /* Read before the first store to the state, which might alias it as far as the compiler knows: the reading
        then stays in the registers it was computed in, rather than being loaded back from memory just written. */
     int64_t seconds = value->tv_sec, nanoseconds = value->tv_nsec;
-    if (__builtin_expect(state->nanoseconds == nanoseconds && state->seconds == seconds && state->vclock == vclock, 1)) {
+    int32_t crept = state->vclock & TC_SPIN_CREPT;
+    if (__builtin_expect(state->nanoseconds == nanoseconds && state->seconds == seconds && state->vclock == (vclock | crept), 1)) {
         if (__builtin_expect(!state->read_since_wait, 0)) state->read_since_wait = 1;
         if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_tripped();
         return;
     }
     state->seconds = seconds;
     state->nanoseconds = nanoseconds;
-    if (__builtin_expect(state->vclock != vclock || state->repeats != 0 || state->futile_waits != 0 ||
+    if (__builtin_expect(state->vclock != (vclock | crept) || state->repeats != 0 || state->futile_waits != 0 ||
                              !state->read_since_wait, 0)) {
-        state->vclock = vclock;
+        state->vclock = vclock | crept;
         state->repeats = 0;
         state->futile_waits = 0;
         state->read_since_wait = 1;
     }
+}
+
+/* A plain read of a clock that stands still whose state needs resetting (or whose thread crept and read a new
+   value): *value, the session's reading, made the thread's own, and noted. Returns 0, clock_gettime's success,
+   so that callers jump to it. */
+int tc_spin_note_unusual(int vclock, struct timespec *value);
+
+/*
+ * The plain read of a clock that stands still: `reading`, the session's
+ * reading, already stored in *value. The state holds the session's
+ * readings on this path, so a thread that crept (TC_SPIN_CREPT in its
+ * vclock) still counts its repeats here, and only then has its creep
+ * added. The common cases — a repeat, a new reading — are compares, stores
+ * and that addition: 0. 1 for the rest, which the caller hands to
+ * tc_spin_note_unusual as its last call (so that the common path saves no
+ * register).
+ */
+__attribute__((always_inline)) static inline int tc_spin_note_still(int vclock, const struct timespec *reading,
+                                                                    struct timespec *value) {
+    struct tc_spin_state *state = &tc_spin_state;
+    int64_t seconds = reading->tv_sec, nanoseconds = reading->tv_nsec;
+    if (__builtin_expect(state->nanoseconds == nanoseconds && state->seconds == seconds, 1)) {
+        if (__builtin_expect(state->vclock == (vclock | TC_SPIN_CREPT), 0))
+            *value = tc_timespec_normalised(seconds + state->creep_seconds, nanoseconds + state->creep_nanoseconds);
+        else if (__builtin_expect(state->vclock != vclock, 0)) return 1;
+        if (__builtin_expect(!state->read_since_wait, 0)) state->read_since_wait = 1;
+        if (__builtin_expect(++state->repeats >= TC_SPIN_READS, 0)) tc_spin_tripped();
+        return 0;
+    }
+    if (__builtin_expect(state->vclock != vclock || state->repeats != 0 || state->futile_waits != 0 ||
+                             !state->read_since_wait, 0))
+        return 1;
+    state->seconds = seconds;
+    state->nanoseconds = nanoseconds;
+    return 0;
 }
 
 /* A wait that could not block: a zero timeout, a deadline already passed, a yield. */

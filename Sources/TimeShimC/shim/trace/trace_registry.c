@@ -214,7 +214,7 @@ static void *start_thread(void *argument) {
         thread_number.numbered = 1;
     }
     tc_thread_set_ordinal(start.ordinal);
-    tc_spin_state.creep = start.creep;
+    tc_spin_set_creep(start.creep);
     return start.routine(start.argument);
 }
 
