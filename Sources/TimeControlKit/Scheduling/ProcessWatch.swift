@@ -18,12 +18,43 @@ final class ProcessWatch {
     }
 
     /// Everything one look saw, when every thread was blocked.
-    struct Look: Equatable {
-        var threads: [Thread]
-        var processes: [Int32] { Array(Set(threads.map(\.pid))).sorted() }
+    struct Look {
+        /// Every watched thread. After a look that walked them all (``complete``), each with the run count
+        /// it read; after a look that read only what the kernel logged as woken, the counts of the last look
+        /// that walked them all, except those in ``changed``.
+        var threads: [Thread] { snapshot.threads }
+        /// The threads this look read afresh, with their run counts: all of them when ``complete``.
+        var changed: [Thread]
+        /// Whether the look walked every watched thread (a thread not listed in it has exited).
+        var complete: Bool
+        /// The watched threads, for ``TimeSession/readWaitTable(knownLive:buffer:names:ownPID:)``.
+        var live: TimeSession.LiveThreads { snapshot.live }
+        var processes: [Int32] { snapshot.processes }
+        /// Those of ``processes`` that the run's own roots started (``ProcessWatch/init(roots:runRoots:ownHelper:judgingOwnThreads:)``).
+        var inRun: Set<Int32> { snapshot.inRun }
+        fileprivate let snapshot: Snapshot
+    }
+
+    /// The threads of the last look that walked them all, shared by the looks that follow it until the next.
+    fileprivate final class Snapshot {
+        let threads: [Thread]
+        let live: TimeSession.LiveThreads
+        let processes: [Int32]
+        let inRun: Set<Int32>
+
+        init(_ threads: [Thread], inRun: Set<Int32> = []) {
+            self.threads = threads
+            self.inRun = inRun
+            var live = TimeSession.LiveThreads()
+            for thread in threads { live.insert(pid: thread.pid, tid: thread.tid) }
+            self.live = live
+            processes = Array(Set(threads.map(\.pid))).sorted()
+        }
     }
 
     let roots: () -> [Int32]
+    /// The roots of the scheduler's own run (its command, a harness's spawned processes), among `roots()` or this process.
+    let runRoots: () -> [Int32]
     /// A process of timectl's own among its children (`run`'s guardian), never watched; 0: none.
     let ownHelper: () -> Int32
     private let ownPID = getpid()
@@ -53,19 +84,51 @@ final class ProcessWatch {
     /// The thread pass 2 checks first: the one that made the last look fail, or that the last step woke.
     private var suspect: WatchedThread?
 
+    // The wake log (docs/scheduler.md, "Looking at what woke"): nil where the kernel does not offer it.
+    private let wakeLog: OpaquePointer?
+    private var woken: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
+    private var starters: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
+    private static let logCapacity = 4096
+    /// Every watched thread was proven blocked by a look, and nothing has changed the tree since: each thread not
+    /// marked ``WatchedThread/woken`` has stayed blocked since its last check. Only then may a look read the log alone.
+    private var proven = false
+    /// What that proof assumed: the roots, and the thread that looked (the one not judged).
+    private var provenRoots: [Int32] = []
+    private var provenLookingThread: Int32 = 0
+    /// The judged threads of the proof, by thread id, and those the log named since their last check.
+    private var judgedByID: [Int32: WatchedThread] = [:]
+    private var wokenThreads: [WatchedThread] = []
+    /// The threads read since the last look that found everything blocked, with their counts: its ``Look/changed``.
+    private var checkedSinceLook: [Thread] = []
+    private var snapshot = Snapshot([])
+    /// How the last looks went, for the benchmark and the tests: looks that read the log alone, and looks that walked everything.
+    private(set) var logLooks = 0
+    private(set) var fullLooks = 0
+
     /// Watches `roots()` (evaluated at every look) and their descendants;
     /// with `judgingOwnThreads`, this process's threads too, when it is a root.
-    init(roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 }, judgingOwnThreads: Bool = false) {
+    init(roots: @escaping () -> [Int32], runRoots: @escaping () -> [Int32] = { [] }, ownHelper: @escaping () -> Int32 = { 0 },
+         judgingOwnThreads: Bool = false) {
         self.roots = roots
+        self.runRoots = runRoots
         self.ownHelper = ownHelper
         self.judgingOwnThreads = judgingOwnThreads
         ownThread = WatchedThread(pid: ownPID, tid: ownPID)
+        wakeLog = Self.wakeLogWanted ? tc_wakelog_open() : nil
     }
 
     deinit {
         ownThread.close()
         for process in watched.values { process.close() }
+        if let wakeLog { tc_wakelog_close(wakeLog) }
     }
+
+    /// Whether the watch reads the kernel's wake log where it can: not when `TIMECTL_WAKE_LOG=off` (a diagnostic:
+    /// every look then walks every thread, as without the privilege to read the log).
+    private static let wakeLogWanted = getenv("TIMECTL_WAKE_LOG").map { String(cString: $0) != "off" } ?? true
+
+    /// Whether looks can read the kernel's wake log instead of every thread.
+    var readsWakeLog: Bool { wakeLog != nil }
 
     /// Tells the watch that thread `tid` of `pid` was just woken (a step
     /// reached its wait): the next look reads its run count afresh and checks it first.
@@ -83,6 +146,95 @@ final class ProcessWatch {
         lookNumber &+= 1
         lookingThread = judgingOwnThreads ? tc_gettid() : 0
         if suspect?.tid == lookingThread { suspect = nil }
+        if let wakeLog {
+            let roots = start ?? self.roots()
+            if proven && start == nil && ignored.isEmpty && lookingThread == provenLookingThread && roots == provenRoots {
+                switch lookAtWoken(wakeLog) {
+                case .look(let look):
+                    logLooks += 1
+                    return look
+                case .busy:
+                    logLooks += 1
+                    return nil
+                case .everything: break
+                }
+            }
+            // Everything is read below: what was logged until now says nothing more.
+            tc_wakelog_skip(wakeLog)
+            for thread in wokenThreads { thread.woken = false }
+            wokenThreads.removeAll(keepingCapacity: true)
+            checkedSinceLook.removeAll(keepingCapacity: true)
+            proven = false
+            fullLooks += 1
+            guard let look = walk(from: roots, ignoring: ignored) else { return nil }
+            if start == nil && ignored.isEmpty {
+                (proven, provenRoots, provenLookingThread) = (true, roots, lookingThread)
+                judgedByID.removeAll(keepingCapacity: true)
+                for thread in judged { judgedByID[thread.tid] = thread }
+            }
+            return look
+        }
+        fullLooks += 1
+        return walk(from: start ?? roots(), ignoring: ignored)
+    }
+
+    private enum LogLook { case look(Look), busy, everything }
+
+    /// A look from the wake log alone (docs/scheduler.md, "Looking at what woke"): only the threads the log
+    /// names as woken since their last check are read. `.everything` when the log cannot tell (records lost,
+    /// a watched thread started a thread or process, a thread is gone).
+    private func lookAtWoken(_ log: OpaquePointer) -> LogLook {
+        guard absorb(log) else { return .everything }
+        // Each is checked blocked after the log was read: from then on, a wake-up of it is a record the next reading sees.
+        while let thread = wokenThreads.last {
+            guard let process = thread.process, let runs = files.runCount(thread) else { return .everything }
+            if runs != thread.lastRuns { ranSeen(thread, of: process) }
+            (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
+            guard blockedNow(thread, of: process) else {
+                if thread.stale { return .everything }
+                thread.blockedSinceRuns = nil
+                suspect = thread
+                return .busy
+            }
+            // Off the CPU from its check on, with at most this count; pass 1 of a later walk reads it afresh if it moved.
+            thread.quietRuns = runs
+            thread.woken = false
+            wokenThreads.removeLast()
+            checkedSinceLook.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
+        }
+        // None woken since its check: all were blocked at once, when the log was read last.
+        guard absorb(log) else { return .everything }
+        guard wokenThreads.isEmpty else {
+            suspect = wokenThreads.last
+            return .busy
+        }
+        defer { checkedSinceLook.removeAll(keepingCapacity: true) }
+        return .look(Look(changed: checkedSinceLook, complete: false, snapshot: snapshot))
+    }
+
+    /// Reads the wake log into ``wokenThreads``; false when it cannot tell what happened (records lost, or a watched
+    /// thread, or this process's main thread, started a thread or process: the tree changed).
+    private func absorb(_ log: OpaquePointer) -> Bool {
+        let reading = woken.withUnsafeMutableBufferPointer { woken in
+            starters.withUnsafeMutableBufferPointer { starters in
+                tc_wakelog_read(log, woken.baseAddress, starters.baseAddress, Int32(Self.logCapacity))
+            }
+        }
+        if reading.overflowed != 0 { return false }
+        for index in 0..<Int(reading.starters) {
+            let starter = starters[index]
+            if judgedByID[starter] != nil || starter == ownPID { return false }
+        }
+        for index in 0..<Int(reading.woken) {
+            guard let thread = judgedByID[woken[index]], !thread.woken else { continue }
+            thread.woken = true
+            wokenThreads.append(thread)
+        }
+        return true
+    }
+
+    /// A look that walks every thread, in three passes (docs/scheduler.md).
+    private func walk(from start: [Int32], ignoring ignored: Set<Int32>) -> Look? {
         // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of
         // threads; first the suspect's, checked blocked whatever its count: a look that fails usually fails there.
         var threadWentAway = false
@@ -115,7 +267,7 @@ final class ProcessWatch {
                 }
             }
         }
-        guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
+        guard discover(from: start, ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
         // Pass 2: every one blocked — first the thread that made the last look fail, or that the last step woke,
         // then the others that ran lately: a look that fails usually fails there, before the quiet threads are read.
         var recent = 0
@@ -148,7 +300,8 @@ final class ProcessWatch {
             thread.quietRuns = runs  // off the CPU since its check in pass 1 or 2, with this count
             threads.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
         }
-        return Look(threads: threads)
+        snapshot = Snapshot(threads, inRun: Set(watched.values.lazy.filter(\.inRun).map(\.pid)))
+        return Look(changed: threads, complete: true, snapshot: snapshot)
     }
 
     private enum FreshCount { case blocked, running, gone }
@@ -222,6 +375,7 @@ final class ProcessWatch {
 
     /// The watched processes now (not this one), whether they run or not.
     func processes() -> [Int32] {
+        proven = false
         for process in watched.values { process.needsListing = true }  // rarely asked: list the threads afresh
         _ = discover(from: roots(), ignoring: [], countingRuns: false)
         return watched.keys.sorted()
@@ -237,10 +391,12 @@ final class ProcessWatch {
         judged.removeAll(keepingCapacity: true)
         seen.removeAll(keepingCapacity: true)
         queue.removeAll(keepingCapacity: true)
-        queue.append(contentsOf: start)
+        // The run's own processes first, marked as such; then the others.
+        queue.append(contentsOf: runRoots())
+        var inRun = true
         let helper = ownHelper()
         var complete = true
-        while let pid = queue.popLast() {
+        while let pid = queue.popLast() ?? (inRun ? nextRoots(start, &inRun) : nil) {
             guard pid != helper, seen.insert(pid).inserted else { continue }
             if pid == ownPID && !judgingOwnThreads {
                 files.appendChildren(of: ownThread, to: &queue)
@@ -281,6 +437,7 @@ final class ProcessWatch {
             }
             process.seenAlive = true
             process.generation = generation
+            process.inRun = inRun
             if process.needsListing || process.threads.count != threadCount {
                 // New threads' counts would be read after the number of threads: look again.
                 if process.listThreads() && judging { complete = false }
@@ -308,6 +465,13 @@ final class ProcessWatch {
         }
         if complete { sweep() }
         return complete
+    }
+
+    /// The other roots, once the run's own processes have been walked.
+    private func nextRoots(_ start: [Int32], _ inRun: inout Bool) -> Int32? {
+        inRun = false
+        queue.append(contentsOf: start)
+        return queue.popLast()
     }
 
     private func watchedProcess(_ pid: Int32) -> WatchedProcess {
@@ -345,6 +509,8 @@ private final class WatchedProcess {
     var ranAt: UInt64 = 0
     /// A walk found it alive (its number of threads read).
     var seenAlive = false
+    /// The last walk reached it from the run's own roots.
+    var inRun = false
 
     init(pid: Int32) {
         self.pid = pid
@@ -407,6 +573,8 @@ private final class WatchedThread: ProcFS.ThreadFiles {
     var childrenRuns: UInt64?
     var childrenEpoch: UInt64 = 0
     var childrenReadAt: UInt64 = 0
+    /// The wake log named it since its last check (it is in the watch's ``ProcessWatch/wokenThreads``).
+    var woken = false
 
     func close() {
         closeFiles()
