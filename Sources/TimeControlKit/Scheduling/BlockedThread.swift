@@ -150,8 +150,10 @@ final class WaitClassifier {
         guard let call else {
             if let fd = syscallFiles.removeValue(forKey: tid) { close(fd) }
             guard ProcFS.isLive(pid: pid, tid: tid) else { return nil }
-            // The kernel would not say (another user's process): inside, as before threads were classified.
-            return BlockedThread(pid: pid, thread: tid, command: "", side: .inside, waitsOn: "(not readable by this user: taken as inside)")
+            // The kernel would not say (another user's process, one that changed its credentials, a thread on its
+            // way out): what it waits on may be anything, so it holds the jump as an outside wait does, and never
+            // makes a deadlock.
+            return BlockedThread(pid: pid, thread: tid, command: "", side: .outside, waitsOn: "(not readable by this user: taken as outside)")
         }
         guard call.number >= 0 else { return nil }
         let processes = attached()
@@ -196,9 +198,44 @@ final class WaitClassifier {
             return (.inside, "\(name) (a signal)")
         case 35, 230:
             return (.inside, name)
+        case 73:  // flock
+            return lock(fd: Int32(truncatingIfNeeded: a[0]), pid: pid, call: name)
+        case 72 where a[1] == 7 || a[1] == 38:  // fcntl F_SETLKW (lockf too), F_OFD_SETLKW
+            return lock(fd: Int32(truncatingIfNeeded: a[0]), pid: pid, call: a[1] == 7 ? "fcntl(F_SETLKW)" : "fcntl(F_OFD_SETLKW)")
+        case 65, 220, 69, 70, 242, 243:
+            // System V semaphores and message queues, POSIX message queues: whoever may open them can end the
+            // wait, as anyone sharing the memory of a futex can; taken, as a futex is, as the session's own.
+            let what = call.number == 65 || call.number == 220 ? "a System V semaphore"
+                : call.number == 69 || call.number == 70 ? "a System V message queue" : "a POSIX message queue"
+            return (.inside, "\(name) (\(what))")
         default:
             return (.outside, "\(name) (not classified: taken as outside)")
         }
+    }
+
+    /// A wait for a lock on the file of `fd`: inside when every process holding a lock on it is attached
+    /// (a `fcntl` lock is its process's; a `flock` or open-file lock belongs to an open file, and is held by
+    /// every attached process whose descriptor shows it, else by the process that took it).
+    private func lock(fd: Int32, pid: Int32, call: String) -> (BlockedThread.Side, String) {
+        guard let file = ProcFS.fileIdentity(pid: pid, fd: fd) else { return (.outside, "\(call) (its file unreadable)") }
+        let path = ProcFS.descriptor(pid: pid, fd: fd) ?? "?"
+        let locks = ProcFS.locks(device: file.device, inode: file.inode)
+        guard !locks.isEmpty else { return (.inside, "\(call) on \(path)") }  // released meanwhile: the wait ends
+        var holders: [Int32] = []
+        for lock in locks where !holders.contains(lock.pid) {
+            if lock.kind == "POSIX" || attached.contains(lock.pid) {
+                holders.append(lock.pid)
+            } else {
+                // An open file's lock: whoever shares that open file holds it.
+                let sharing = ProcFS.lockHolders(device: file.device, inode: file.inode, among: Array(attached).filter { $0 != pid })
+                holders.append(contentsOf: sharing.isEmpty ? [lock.pid] : sharing)
+            }
+        }
+        if let stranger = holders.first(where: { !attached.contains($0) }) {
+            let who = stranger < 0 ? "a process not attached" : "\(stranger) \(command(of: stranger)), not attached"
+            return (.outside, "\(call) on \(path) (locked by \(who))")
+        }
+        return (.inside, "\(call) on \(path) (locked by \(named(holders)))")
     }
 
     /// The side of a wait on `fds` (an epoll descriptor stands for its set): outside if any is, else anyone if any is.
@@ -365,6 +402,8 @@ final class WaitClassifier {
         230: "clock_nanosleep", 232: "epoll_wait", 247: "waitid", 270: "pselect6", 271: "ppoll", 275: "splice",
         276: "tee", 281: "epoll_pwait", 288: "accept4", 295: "preadv", 296: "pwritev", 299: "recvmmsg",
         307: "sendmmsg", 327: "preadv2", 328: "pwritev2", 441: "epoll_pwait2", 449: "futex_waitv",
+        72: "fcntl", 73: "flock", 65: "semop", 220: "semtimedop", 69: "msgsnd", 70: "msgrcv",
+        242: "mq_timedsend", 243: "mq_timedreceive", 16: "ioctl", 208: "io_getevents", 426: "io_uring_enter",
     ]
 }
 

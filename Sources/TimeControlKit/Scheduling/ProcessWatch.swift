@@ -141,14 +141,15 @@ final class ProcessWatch {
     /// One look (three passes, docs/scheduler.md): every watched thread, or nil as
     /// soon as one is running or ran during the look. `ignoring` processes
     /// are still followed to their children, but their threads are not
-    /// judged. `from` are the roots to start from (`roots()` by default).
-    func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
+    /// judged. `from` are the roots to start from (`roots()` by default). `fully`: a look that reads every
+    /// thread, never the wake log alone.
+    func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = [], fully: Bool = false) -> Look? {
         lookNumber &+= 1
         lookingThread = judgingOwnThreads ? tc_gettid() : 0
         if suspect?.tid == lookingThread { suspect = nil }
         if let wakeLog {
             let roots = start ?? self.roots()
-            if proven && start == nil && ignored.isEmpty && lookingThread == provenLookingThread && roots == provenRoots {
+            if proven && !fully && start == nil && ignored.isEmpty && lookingThread == provenLookingThread && roots == provenRoots {
                 switch lookAtWoken(wakeLog) {
                 case .look(let look):
                     logLooks += 1

@@ -148,9 +148,44 @@ final class SessionScheduler: @unchecked Sendable {
     private var waitChanges: UInt32 { session.mapping.load(.waitChanges) }
 
     /// Whether the session may advance now, and to where.
+    ///
+    /// A verdict that nothing can ever happen again (a deadlock, or only waits past the end of the supported
+    /// range) stands only when it holds twice, ``verdictPause`` apart, from looks that read every thread, and
+    /// no thread ran in between: one look can catch a thread on its way out of a process, whose wait cannot be
+    /// read (issue 31: `ping -c 3` ended with a deadlock after its last reply).
     func evaluate() -> Evaluation {
+        let evaluation = evaluate(fully: false)
+        switch evaluation {
+        case .deadlock, .endOfRange: return confirmed(evaluation)
+        default: return evaluation
+        }
+    }
+
+    /// How long a verdict must hold before it is given (real ns).
+    static let verdictPause: Int64 = 20_000_000
+    /// The threads of the last look that read every one, sorted, with their run counts.
+    private var walkedThreads: [ProcessWatch.Thread] = []
+
+    private func confirmed(_ verdict: Evaluation) -> Evaluation {
+        func sameKind(_ evaluation: Evaluation) -> Bool {
+            switch (verdict, evaluation) {
+            case (.deadlock, .deadlock), (.endOfRange, .endOfRange): return true
+            default: return false
+            }
+        }
         let changes = waitChanges
-        guard let look = watch.look() else { return .busy }
+        guard sameKind(evaluate(fully: true)) else { return .busy }
+        let before = walkedThreads
+        pause(since: changes, nanoseconds: Self.verdictPause)
+        let again = evaluate(fully: true)
+        guard sameKind(again), walkedThreads == before else { return .busy }
+        return again
+    }
+
+    private func evaluate(fully: Bool) -> Evaluation {
+        let changes = waitChanges
+        guard let look = watch.look(fully: fully) else { return .busy }
+        if look.complete { walkedThreads = look.threads.sorted { $0.tid < $1.tid } }
         if look.complete { unclassified.removeAll(keepingCapacity: true) }
         for thread in look.changed { unclassified[thread.tid] = thread }
         let reading = session.readWaitTable(knownLive: look.live, buffer: &waitTable, names: &names, ownPID: ownPID)

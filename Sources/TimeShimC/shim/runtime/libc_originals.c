@@ -41,4 +41,8 @@ void tc_real_resolve(void) {
     RESOLVE(pthread_create);
     RESOLVE(pthread_sigmask);
     RESOLVE(sigprocmask);
+    RESOLVE(semtimedop);
+    RESOLVE(mq_timedreceive);
+    RESOLVE(mq_timedsend);
+    RESOLVE(sigtimedwait);
 }

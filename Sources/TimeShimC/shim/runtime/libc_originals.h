@@ -9,12 +9,14 @@
 #define TIMECTL_REAL_H
 
 #define _GNU_SOURCE
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/sem.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -53,6 +55,10 @@ struct tc_real_functions {
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     int (*pthread_sigmask)(int, const sigset_t *, sigset_t *);
     int (*sigprocmask)(int, const sigset_t *, sigset_t *);
+    int (*semtimedop)(int, struct sembuf *, size_t, const struct timespec *);
+    ssize_t (*mq_timedreceive)(mqd_t, char *, size_t, unsigned int *, const struct timespec *);
+    int (*mq_timedsend)(mqd_t, const char *, size_t, unsigned int, const struct timespec *);
+    int (*sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
 };
 
 extern struct tc_real_functions tc_real;
