@@ -85,7 +85,12 @@ final class ProcessWatch {
     private var suspect: WatchedThread?
 
     // The wake log (docs/scheduler.md, "Looking at what woke"): nil where the kernel does not offer it.
-    private let wakeLog: OpaquePointer?
+    private var wakeLog: OpaquePointer?
+    /// Whether the log may still be opened: wanted, and not refused by the kernel yet.
+    private var wakeLogPossible = ProcessWatch.wakeLogSetting != "off"
+    /// From how many watched threads on the log is opened. Below, a look that reads every thread costs less than
+    /// the log makes every wake-up on the machine cost while it is open (docs/performance.md, "Auto-advance").
+    static let wakeLogThreshold = ProcessWatch.wakeLogSetting == "always" ? 0 : 8
     private var woken: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
     private var starters: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
     private static let logCapacity = 4096
@@ -114,7 +119,6 @@ final class ProcessWatch {
         self.ownHelper = ownHelper
         self.judgingOwnThreads = judgingOwnThreads
         ownThread = WatchedThread(pid: ownPID, tid: ownPID)
-        wakeLog = Self.wakeLogWanted ? tc_wakelog_open() : nil
     }
 
     deinit {
@@ -123,12 +127,10 @@ final class ProcessWatch {
         if let wakeLog { tc_wakelog_close(wakeLog) }
     }
 
-    /// Whether the watch reads the kernel's wake log where it can: not when `TIMECTL_WAKE_LOG=off` (a diagnostic:
-    /// every look then walks every thread, as without the privilege to read the log).
-    private static let wakeLogWanted = getenv("TIMECTL_WAKE_LOG").map { String(cString: $0) != "off" } ?? true
+    /// `TIMECTL_WAKE_LOG`, a diagnostic (docs/scheduler.md): `off`, every look walks every thread, as without the
+    /// privilege to read the log; `always`, the log is read from the first look, however few the threads.
+    private static let wakeLogSetting = getenv("TIMECTL_WAKE_LOG").map { String(cString: $0) } ?? ""
 
-    /// Whether looks can read the kernel's wake log instead of every thread.
-    var readsWakeLog: Bool { wakeLog != nil }
 
     /// Tells the watch that thread `tid` of `pid` was just woken (a step
     /// reached its wait): the next look reads its run count afresh and checks it first.
@@ -176,7 +178,14 @@ final class ProcessWatch {
             return look
         }
         fullLooks += 1
-        return walk(from: start ?? roots(), ignoring: ignored)
+        let look = walk(from: start ?? roots(), ignoring: ignored)
+        if look != nil && wakeLogPossible && judged.count >= Self.wakeLogThreshold {
+            // Opened once the watch is large enough to profit from it; the next look walks every thread again, from
+            // which on the log covers what happens. Without the privilege (not root), never asked again.
+            wakeLog = tc_wakelog_open()
+            wakeLogPossible = wakeLog != nil
+        }
+        return look
     }
 
     private enum LogLook { case look(Look), busy, everything }

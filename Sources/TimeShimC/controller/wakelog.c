@@ -16,16 +16,20 @@
  */
 #define _GNU_SOURCE
 #include "timectl_wakelog.h"
+#include "timectl_realclock.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SYS_fsopen
@@ -150,14 +154,79 @@ static int open_event(int id, int cpu) {
     return (int)syscall(SYS_perf_event_open, &attributes, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/*
+ * Closing the last perf event on a tracepoint makes the kernel wait until
+ * no CPU can still be in its probe (tracepoint_synchronize_unregister: 30
+ * to 80 ms on a shared VM, once per tracepoint), and an open meanwhile waits
+ * for that too: every `timectl run` would end that much later, and a run
+ * started right after another would begin that much later. So the events
+ * are closed last by a grandchild that nobody waits for. It keeps them (and
+ * no other descriptor), disabled, until this process has closed its own
+ * references (the write end of `done` closes with them), then for LINGER_NS
+ * more, so that a run started meanwhile finds the tracepoints still
+ * registered and neither its open nor this close waits; then it closes them
+ * and exits. Raw system calls only: a child of a multi-threaded process may
+ * find libc's locks held. Returns the write end of `done`, or −1 when no
+ * grandchild could be made (then this process closes the events itself).
+ */
+#define LINGER_NS (2 * 1000 * 1000 * 1000LL)
+
+static int close_events_elsewhere(const struct tc_wakelog *log) {
+    int done[2];
+    if (tc_raw_syscall(SYS_pipe2, done, O_CLOEXEC) < 0) return -1;
+    long child = tc_raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (child == 0) {
+        if (tc_raw_syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0) == 0) {
+            /* Every descriptor but the events and `done`: a pipe held here would keep a reader of this process's
+               output waiting. */
+            int highest = done[0];
+            for (int cpu = 0; cpu < log->cpus; cpu++) {
+                const struct ring *ring = &log->rings[cpu];
+                if (ring->waking_fd > highest) highest = ring->waking_fd;
+                if (ring->started_fd > highest) highest = ring->started_fd;
+            }
+            for (int fd = 0; fd <= highest; fd++) {
+                int kept = fd == done[0];
+                for (int cpu = 0; cpu < log->cpus && !kept; cpu++)
+                    kept = fd == log->rings[cpu].waking_fd || fd == log->rings[cpu].started_fd;
+                if (!kept) tc_raw_syscall(SYS_close, fd);
+            }
+            tc_raw_syscall(SYS_close_range, highest + 1, ~0U, 0);
+            for (int cpu = 0; cpu < log->cpus; cpu++) {
+                tc_raw_syscall(SYS_ioctl, log->rings[cpu].waking_fd, PERF_EVENT_IOC_DISABLE, 0);
+                tc_raw_syscall(SYS_ioctl, log->rings[cpu].started_fd, PERF_EVENT_IOC_DISABLE, 0);
+            }
+            char byte;
+            while (tc_raw_syscall(SYS_read, done[0], &byte, 1) == -EINTR) {}
+            struct timespec linger = {LINGER_NS / 1000000000, LINGER_NS % 1000000000};
+            while (tc_raw_syscall(SYS_nanosleep, &linger, &linger) == -EINTR) {}
+            for (int cpu = 0; cpu < log->cpus; cpu++) {
+                tc_raw_syscall(SYS_close, log->rings[cpu].started_fd);
+                tc_raw_syscall(SYS_close, log->rings[cpu].waking_fd);
+            }
+        }
+        tc_raw_syscall(SYS_exit_group, 0);
+    }
+    tc_raw_syscall(SYS_close, done[0]);
+    if (child < 0) {
+        tc_raw_syscall(SYS_close, done[1]);
+        return -1;
+    }
+    while (tc_raw_syscall(SYS_wait4, child, NULL, __WALL, NULL) == -EINTR) {}
+    return done[1];
+}
+
 void tc_wakelog_close(struct tc_wakelog *log) {
     if (!log) return;
+    for (int cpu = 0; cpu < log->cpus; cpu++)
+        if (log->rings[cpu].page) munmap(log->rings[cpu].page, log->mapped);
+    int done = log->rings[log->cpus - 1].started_fd >= 0 ? close_events_elsewhere(log) : -1;
     for (int cpu = 0; cpu < log->cpus; cpu++) {
         struct ring *ring = &log->rings[cpu];
-        if (ring->page) munmap(ring->page, log->mapped);
         if (ring->started_fd >= 0) close(ring->started_fd);
         if (ring->waking_fd >= 0) close(ring->waking_fd);
     }
+    if (done >= 0) close(done);
     free(log);
 }
 
