@@ -342,6 +342,15 @@ final class ProcessWatch {
             if thread.blockedDead { return true }
             if process.channelsReadable { return files.waitsInKernel(thread) == true }
         }
+        // The wait channel first: a function that only sleeps interruptibly needs no `stat` (the costlier read).
+        var channel: ProcFS.ThreadReader.WaitChannel? = nil
+        if process.channelsReadable {
+            channel = files.waitChannel(thread)
+            if channel == .interruptible {
+                (thread.blockedSinceRuns, thread.blockedDead) = (thread.runs, false)
+                return true
+            }
+        }
         guard let state = files.stat(thread), state.blocked else { return false }
         if state.dead {
             // A thread reads `Z` from the moment its exit marks it a zombie, while it is still on its CPU, about to
@@ -352,7 +361,7 @@ final class ProcessWatch {
             barrier.removeAll(keepingCapacity: true)
             files.appendChildren(of: ownThread, to: &barrier)
         } else if process.channelsReadable {
-            guard files.waitsInKernel(thread) == true else { return false }
+            guard channel == .other else { return false }  // `0` while not dead: on the run queue
         }
         thread.blockedSinceRuns = thread.runs
         thread.blockedDead = state.dead
