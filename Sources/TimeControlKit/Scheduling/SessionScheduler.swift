@@ -152,7 +152,7 @@ final class SessionScheduler: @unchecked Sendable {
     /// A verdict that nothing can ever happen again (a deadlock, or only waits past the end of the supported
     /// range) stands only when it holds twice, ``verdictPause`` apart, from looks that read every thread, and
     /// no thread ran in between: one look can catch a thread on its way out of a process, whose wait cannot be
-    /// read (issue 31: `ping -c 3` ended with a deadlock after its last reply).
+    /// read (`ping -c 3` ended with a deadlock after its last reply).
     func evaluate() -> Evaluation {
         let evaluation = evaluate(fully: false)
         switch evaluation {
