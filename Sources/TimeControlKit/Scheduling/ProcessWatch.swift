@@ -103,6 +103,23 @@ final class ProcessWatch {
     /// The judged threads of the proof, by thread id, and those the log named since their last check.
     private var judgedByID: [Int32: WatchedThread] = [:]
     private var wokenThreads: [WatchedThread] = []
+    /// The judged threads' ids as a bitmap (bit `tid % 64` of word `tid / 64`), for the log's reader to keep only their records.
+    private var watchedBits: [UInt64] = []
+    /// The lowest thread id the kernel logs (``tc_wakelog_limit``); `Int32.max`: no limit set yet.
+    private var limitedLowest = Int32.max
+
+    /// Has the kernel log only thread ids from `lowest` on, when it logs fewer now: on a busy machine the wake-ups
+    /// of every other task would fill the rings. A kernel that filters none or only some of the events: no log at
+    /// all, rather than one that misses wake-ups.
+    private func limitLog(to lowest: Int32) {
+        guard let wakeLog, lowest < limitedLowest else { return }
+        if tc_wakelog_limit(wakeLog, lowest, Int32.max) == 0 {
+            limitedLowest = lowest
+        } else {
+            tc_wakelog_close(wakeLog)
+            (self.wakeLog, wakeLogPossible, proven) = (nil, false, false)
+        }
+    }
     /// The threads read since the last look that found everything blocked, with their counts: its ``Look/changed``.
     private var checkedSinceLook: [Thread] = []
     private var snapshot = Snapshot([])
@@ -162,6 +179,10 @@ final class ProcessWatch {
                 case .everything: break
                 }
             }
+            // The kernel logs only the thread ids from the lowest of the roots and this process on (pids are handed out
+            // in increasing order: their descendants' come after); set before the proof below, which rests on it.
+            limitLog(to: roots.reduce(ownPID) { $0 > 0 && $1 > 0 ? min($0, $1) : $0 })
+            guard let wakeLog = self.wakeLog else { return walk(from: roots, ignoring: ignored) }
             // Everything is read below: what was logged until now says nothing more.
             tc_wakelog_skip(wakeLog)
             for thread in wokenThreads { thread.woken = false }
@@ -174,12 +195,25 @@ final class ProcessWatch {
                 (proven, provenRoots, provenLookingThread) = (true, roots, lookingThread)
                 judgedByID.removeAll(keepingCapacity: true)
                 for thread in judged { judgedByID[thread.tid] = thread }
+                // The log keeps only records about these threads (and this process's main thread, which starts the command).
+                for index in watchedBits.indices { watchedBits[index] = 0 }
+                var lowest = ownPID
+                for tid in judgedByID.keys.lazy.map(Int.init) + [Int(ownPID)] where tid >= 0 {
+                    if tid / 64 >= watchedBits.count { watchedBits += Array(repeating: 0, count: tid / 64 + 1 - watchedBits.count) }
+                    watchedBits[tid / 64] |= 1 << UInt64(tid % 64)
+                    lowest = min(lowest, Int32(tid))
+                }
+                // A thread below the kernel's limit (the pids wrapped round): this proof may have missed its wake-ups.
+                if lowest < limitedLowest {
+                    limitLog(to: lowest)
+                    proven = false
+                }
             }
             return look
         }
         fullLooks += 1
         let look = walk(from: start ?? roots(), ignoring: ignored)
-        if look != nil && wakeLogPossible && judged.count >= Self.wakeLogThreshold {
+        if wakeLogPossible && judged.count >= Self.wakeLogThreshold {
             // Opened once the watch is large enough to profit from it; the next look walks every thread again, from
             // which on the log covers what happens. Without the privilege (not root), never asked again.
             wakeLog = tc_wakelog_open()
@@ -227,7 +261,9 @@ final class ProcessWatch {
     private func absorb(_ log: OpaquePointer) -> Bool {
         let reading = woken.withUnsafeMutableBufferPointer { woken in
             starters.withUnsafeMutableBufferPointer { starters in
-                tc_wakelog_read(log, woken.baseAddress, starters.baseAddress, Int32(Self.logCapacity))
+                watchedBits.withUnsafeBufferPointer { bits in
+                    tc_wakelog_read(log, bits.baseAddress, bits.count, woken.baseAddress, starters.baseAddress, Int32(Self.logCapacity))
+                }
             }
         }
         if reading.overflowed != 0 { return false }

@@ -2,6 +2,7 @@
 #ifndef TIMECTL_WAKELOG_H
 #define TIMECTL_WAKELOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct tc_wakelog;
@@ -31,13 +32,20 @@ struct tc_wakelog_reading {
 };
 
 /*
- * Consumes what was logged since the last reading: the thread ids woken into
- * `woken` (at most `capacity`), those of tasks that started another into
- * `starters` (at most `capacity`). A record is published before the task it
- * wakes can run, so a task blocked when the previous reading began and not
- * named by this one has not been runnable in between.
+ * Consumes what was logged since the last reading, keeping only what
+ * concerns the thread ids set in the bitmap `watched` (`words` 64-bit words,
+ * bit `tid % 64` of word `tid / 64`): those woken into `woken` (at most
+ * `capacity`), those that started another task into `starters` (at most
+ * `capacity`). A record is published before the task it wakes can run, so a
+ * task blocked when the previous reading began and not named by this one
+ * has not been runnable in between.
  */
-struct tc_wakelog_reading tc_wakelog_read(struct tc_wakelog *log, int32_t *woken, int32_t *starters, int capacity);
+struct tc_wakelog_reading tc_wakelog_read(struct tc_wakelog *log, const uint64_t *watched, size_t words, int32_t *woken,
+                                          int32_t *starters, int capacity);
+
+/* Has the kernel log only wake-ups of, and tasks started by, thread ids from `lowest` to `highest`: what a
+   reading would leave out anyway, taken out before it costs room in the rings. 0, or −1 with errno. */
+int tc_wakelog_limit(struct tc_wakelog *log, int32_t lowest, int32_t highest);
 
 /* Consumes everything logged so far without looking at it. */
 void tc_wakelog_skip(struct tc_wakelog *log);
