@@ -107,19 +107,6 @@ final class ProcessWatch {
     private var watchedBits: [UInt64] = []
     /// The lowest thread id the kernel logs (``tc_wakelog_limit``); `Int32.max`: no limit set yet.
     private var limitedLowest = Int32.max
-
-    /// Has the kernel log only thread ids from `lowest` on, when it logs fewer now: on a busy machine the wake-ups
-    /// of every other task would fill the rings. A kernel that filters none or only some of the events: no log at
-    /// all, rather than one that misses wake-ups.
-    private func limitLog(to lowest: Int32) {
-        guard let wakeLog, lowest < limitedLowest else { return }
-        if tc_wakelog_limit(wakeLog, lowest, Int32.max) == 0 {
-            limitedLowest = lowest
-        } else {
-            tc_wakelog_close(wakeLog)
-            (self.wakeLog, wakeLogPossible, proven) = (nil, false, false)
-        }
-    }
     /// The threads read since the last look that found everything blocked, with their counts: its ``Look/changed``.
     private var checkedSinceLook: [Thread] = []
     private var snapshot = Snapshot([])
@@ -147,7 +134,6 @@ final class ProcessWatch {
     /// `TIMECTL_WAKE_LOG`, a diagnostic (docs/scheduler.md): `off`, every look walks every thread, as without the
     /// privilege to read the log; `always`, the log is read from the first look, however few the threads.
     private static let wakeLogSetting = getenv("TIMECTL_WAKE_LOG").map { String(cString: $0) } ?? ""
-
 
     /// Tells the watch that thread `tid` of `pid` was just woken (a step
     /// reached its wait): the next look reads its run count afresh and checks it first.
@@ -181,8 +167,11 @@ final class ProcessWatch {
             }
             // The kernel logs only the thread ids from the lowest of the roots and this process on (pids are handed out
             // in increasing order: their descendants' come after); set before the proof below, which rests on it.
-            limitLog(to: roots.reduce(ownPID) { $0 > 0 && $1 > 0 ? min($0, $1) : $0 })
-            guard let wakeLog = self.wakeLog else { return walk(from: roots, ignoring: ignored) }
+            limitLog(to: roots.reduce(ownPID) { $1 > 0 ? min($0, $1) : $0 })
+            guard let wakeLog = self.wakeLog else {
+                fullLooks += 1
+                return walk(from: roots, ignoring: ignored)
+            }
             // Everything is read below: what was logged until now says nothing more.
             tc_wakelog_skip(wakeLog)
             for thread in wokenThreads { thread.woken = false }
@@ -277,6 +266,19 @@ final class ProcessWatch {
             wokenThreads.append(thread)
         }
         return true
+    }
+
+    /// Has the kernel log only thread ids from `lowest` on, when it logs fewer now: on a busy machine the wake-ups
+    /// of every other task would fill the rings. A kernel that filters none or only some of the events: no log at
+    /// all, rather than one that misses wake-ups.
+    private func limitLog(to lowest: Int32) {
+        guard let wakeLog, lowest < limitedLowest else { return }
+        if tc_wakelog_limit(wakeLog, lowest, Int32.max) == 0 {
+            limitedLowest = lowest
+        } else {
+            tc_wakelog_close(wakeLog)
+            (self.wakeLog, wakeLogPossible, proven) = (nil, false, false)
+        }
     }
 
     /// A look that walks every thread, in three passes (docs/scheduler.md).
