@@ -69,7 +69,7 @@ struct Run: ParsableCommand {
     @Flag(name: .customLong("end-leftovers"), help: "End the processes the command leaves running when it exits (SIGTERM, then SIGKILL 2 s later) instead of reporting them.")
     var endLeftovers = false
 
-    @Flag(help: "With --auto-advance: print the steps, virtual time, real time and speed-up to stderr at exit.")
+    @Flag(help: "With --auto-advance: print the steps, virtual time, real time, speed-up and looks to stderr at exit.")
     var report = false
 
     @Option(name: .customLong("at"), parsing: .unconditional,

@@ -316,7 +316,8 @@ struct WaitTests {
         let kinds: [(kind: tc_wait_kind, name: String)] = [
             (TC_WAIT_SLEEP, "sleep"), (TC_WAIT_POLL, "poll"), (TC_WAIT_SELECT, "select"), (TC_WAIT_EPOLL, "epoll"),
             (TC_WAIT_COND, "cond"), (TC_WAIT_SEM, "sem"), (TC_WAIT_MUTEX, "mutex"), (TC_WAIT_TIMERFD, "timerfd"),
-            (TC_WAIT_TIMER, "timer"), (TC_WAIT_ALARM, "alarm"), (TC_WAIT_FUTEX, "futex"), (tc_wait_kind(12), "unknown"),
+            (TC_WAIT_TIMER, "timer"), (TC_WAIT_ALARM, "alarm"), (TC_WAIT_FUTEX, "futex"), (TC_WAIT_MQUEUE, "mqueue"),
+            (TC_WAIT_SIGNAL, "sigwait"), (tc_wait_kind(14), "unknown"),
         ]
         let deadline = session.monotonicNanoseconds + 3600 * Self.second
         let slots = kinds.map { session.mapping.claimWait(pid: getpid(), thread: 0, kind: $0.kind, clock: .monotonic, deadline: deadline) }

@@ -251,7 +251,7 @@ extension TimeSession {
     /// session's attached processes, the ones spawned here, and their
     /// descendants — never this process's own threads.
     func harnessScheduler() -> SessionScheduler {
-        SessionScheduler(session: self, roots: SessionScheduler.harnessRoots(of: self))
+        SessionScheduler(session: self, roots: SessionScheduler.harnessRoots(of: self), runRoots: SessionScheduler.harnessRunRoots(of: self))
     }
 }
 

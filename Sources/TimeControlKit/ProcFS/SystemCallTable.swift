@@ -17,6 +17,8 @@ enum SystemCall: String, CaseIterable, Sendable {
     case wait4, waitid
     case pause, rt_sigtimedwait, rt_sigsuspend
     case nanosleep, clock_nanosleep
+    case fcntl, flock, semop, semtimedop, msgsnd, msgrcv, mq_timedsend, mq_timedreceive
+    case ioctl, io_getevents, io_uring_enter
 
     /// x86-64's numbers (`asm/unistd_64.h`).
     static let x86_64: [SystemCall: Int] = [
@@ -27,6 +29,8 @@ enum SystemCall: String, CaseIterable, Sendable {
         .poll: 7, .ppoll: 271, .select: 23, .pselect6: 270, .epoll_wait: 232, .epoll_pwait: 281, .epoll_pwait2: 441,
         .futex: 202, .futex_waitv: 449, .wait4: 61, .waitid: 247,
         .pause: 34, .rt_sigtimedwait: 128, .rt_sigsuspend: 130, .nanosleep: 35, .clock_nanosleep: 230,
+        .fcntl: 72, .flock: 73, .semop: 65, .semtimedop: 220, .msgsnd: 69, .msgrcv: 70,
+        .mq_timedsend: 242, .mq_timedreceive: 243, .ioctl: 16, .io_getevents: 208, .io_uring_enter: 426,
     ]
 
     /// aarch64's numbers (the generic table, `asm-generic/unistd.h`): no poll, select, epoll_wait or pause.
@@ -38,6 +42,8 @@ enum SystemCall: String, CaseIterable, Sendable {
         .ppoll: 73, .pselect6: 72, .epoll_pwait: 22, .epoll_pwait2: 441,
         .futex: 98, .futex_waitv: 449, .wait4: 260, .waitid: 95,
         .rt_sigtimedwait: 137, .rt_sigsuspend: 133, .nanosleep: 101, .clock_nanosleep: 115,
+        .fcntl: 25, .flock: 32, .semop: 193, .semtimedop: 192, .msgsnd: 189, .msgrcv: 188,
+        .mq_timedsend: 182, .mq_timedreceive: 183, .ioctl: 29, .io_getevents: 4, .io_uring_enter: 426,
     ]
 
     #if arch(x86_64)

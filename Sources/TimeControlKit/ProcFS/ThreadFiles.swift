@@ -100,9 +100,37 @@ extension ProcFS {
         /// Whether the thread is off the run queue, waiting in the kernel: its
         /// wait channel is a symbol, not `0`. Nil when it is gone.
         func waitsInKernel(_ thread: ThreadFiles) -> Bool? {
-            guard let count = read(thread, .wchan) else { return nil }
-            return !(count == 1 && buffer[0] == UInt8(ascii: "0"))
+            waitChannel(thread).map { $0 != .none }
         }
+
+        /// What a thread's wait channel says.
+        enum WaitChannel: Equatable {
+            /// `0`: on the run queue, woken and not run yet, or dead.
+            case none
+            /// A kernel function that only ever sleeps interruptibly (a futex, poll, epoll, select, a pipe, a
+            /// sleep, a child or signal wait): the thread is asleep, state `S`, without reading its `stat`.
+            case interruptible
+            /// Another function, which may also be an uninterruptible (`D`) sleep: `stat` says which.
+            case other
+        }
+
+        /// The thread's ``WaitChannel``; nil when it is gone.
+        func waitChannel(_ thread: ThreadFiles) -> WaitChannel? {
+            guard let count = read(thread, .wchan) else { return nil }
+            if count == 1 && buffer[0] == UInt8(ascii: "0") { return WaitChannel.none }
+            // The symbol up to a compiler's suffix ("do_sigtimedwait.isra.0").
+            var end = 0
+            while end < count && buffer[end] != UInt8(ascii: ".") && buffer[end] != UInt8(ascii: "\n") { end += 1 }
+            let symbol = UnsafeRawBufferPointer(rebasing: buffer[..<end])
+            return Self.interruptibleChannels.contains { $0.elementsEqual(symbol) } ? .interruptible : .other
+        }
+
+        /// The kernel functions a thread waits in that put it to sleep interruptibly and nothing else.
+        private static let interruptibleChannels: [[UInt8]] = [
+            "futex_wait_queue", "futex_wait_multiple", "do_epoll_wait", "ep_poll", "do_select", "do_sys_poll",
+            "do_nanosleep", "hrtimer_nanosleep", "pipe_read", "anon_pipe_read", "pipe_write", "anon_pipe_write",
+            "do_wait", "do_sigtimedwait", "sigsuspend",
+        ].map { Array($0.utf8) }
 
         /// How many times the thread has been scheduled onto a CPU; nil when it is gone.
         func runCount(_ thread: ThreadFiles) -> UInt64? {

@@ -145,7 +145,8 @@ public struct CommandRunner: Sendable {
         let roots: () -> [Int32] = adoptingOrphans ? { [ownPID] + attached.current() }
                                                    : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } + attached.current() }
         // Frozen before the command starts, so that it never reads a running clock.
-        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, ownHelper: { run.guardian },
+        let runRoots: () -> [Int32] = adoptingOrphans ? { [ownPID] } : { [child.pid.load(ordering: .acquiring)].filter { $0 > 0 } }
+        let autoAdvance = try AutoAdvance(session: session, kind: .command, roots: roots, runRoots: runRoots, ownHelper: { run.guardian },
                                           keepRate: keepRate, maxSteps: maxSteps,
                                           ready: { child.isRunning(exactly: $0) },
                                           onFailure: { _, _ in run.end(gracefully: true) })

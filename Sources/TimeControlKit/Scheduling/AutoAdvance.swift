@@ -36,6 +36,10 @@ public final class AutoAdvance: @unchecked Sendable {
         public var virtualNanoseconds: Int64
         /// How much real time passed.
         public var realNanoseconds: Int64
+        /// How many times the scheduler looked at its processes, and how many of those looks read only the
+        /// threads the kernel's wake log named (docs/scheduler.md, "Looking at what woke"): the others read every thread.
+        public var looks = 0
+        public var looksFromWakeLog = 0
 
         /// Virtual time per real time, or nil when no real time passed.
         public var speedup: Double? {
@@ -47,7 +51,8 @@ public final class AutoAdvance: @unchecked Sendable {
             let virtual = TimeFormats.formatDuration(virtualNanoseconds)
             let real = TimeFormats.formatSeconds(realNanoseconds, decimals: 3)
             let ratio = speedup.map { " (\(Self.formatRatio($0))× real speed)" } ?? ""
-            return "\(steps) step\(steps == 1 ? "" : "s"), \(virtual) of virtual time in \(real) of real time\(ratio)"
+            let looked = looks > 0 ? "; \(looks) look\(looks == 1 ? "" : "s"), \(looksFromWakeLog) from the wake log" : ""
+            return "\(steps) step\(steps == 1 ? "" : "s"), \(virtual) of virtual time in \(real) of real time\(ratio)\(looked)"
         }
 
         static func formatRatio(_ ratio: Double) -> String {
@@ -70,7 +75,8 @@ public final class AutoAdvance: @unchecked Sendable {
     /// which takes no step and no verdict while `ready(exactly)` does not hold (a
     /// command not started yet, or exited: ``SessionScheduler/autoAdvance(until:maxSteps:ready:reportingOnly:)``). If a loop guard stops it, `onFailure` runs
     /// on the scheduler's thread with the error and the processes it was watching.
-    init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 },
+    init(session: TimeSession, kind: SchedulerKind, roots: @escaping () -> [Int32], runRoots: (() -> [Int32])? = nil,
+         ownHelper: @escaping () -> Int32 = { 0 },
          keepRate: Bool, maxSteps: Int?,
          ready: @escaping @Sendable (_ exactly: Bool) -> Bool = { _ in true },
          reportingOnly: (@Sendable (TimeControlError) -> Void)? = nil,
@@ -83,7 +89,7 @@ public final class AutoAdvance: @unchecked Sendable {
             session.mapping.releaseScheduler(pid: ownPID)
             throw error
         }
-        scheduler = SessionScheduler(session: session, roots: roots, ownHelper: ownHelper, ownProcessIsInside: kind != .harness)
+        scheduler = SessionScheduler(session: session, roots: roots, runRoots: runRoots, ownHelper: ownHelper, ownProcessIsInside: kind != .harness)
         startReal = tc_real_ns(CLOCK_MONOTONIC)
         startVirtual = session.monotonicNanoseconds
         // The thread holds what it uses, not this object: releasing the object stops it.
@@ -139,7 +145,8 @@ public final class AutoAdvance: @unchecked Sendable {
         stopFlag.raise()
         while !finishedFlag.raised { tc_word_wait(finishedFlag.word, finishedFlag.expected, -1) }
         return Report(steps: scheduler.steps, virtualNanoseconds: session.monotonicNanoseconds - startVirtual,
-                      realNanoseconds: tc_real_ns(CLOCK_MONOTONIC) - startReal)
+                      realNanoseconds: tc_real_ns(CLOCK_MONOTONIC) - startReal,
+                      looks: scheduler.watch.logLooks + scheduler.watch.fullLooks, looksFromWakeLog: scheduler.watch.logLooks)
     }
 
     private final class Outcome: Sendable {
@@ -166,7 +173,8 @@ extension TimeSession {
     /// waits that end only past 2200) does not stop the scheduler: it is kept in ``AutoAdvance/stuck``.
     public func startAutoAdvance(keepRate: Bool = false, maxSteps: Int? = nil) throws(TimeControlError) -> AutoAdvance {
         let stuck = AutoAdvance.Stuck()
-        let autoAdvance = try AutoAdvance(session: self, kind: .harness, roots: SessionScheduler.harnessRoots(of: self), keepRate: keepRate,
+        let autoAdvance = try AutoAdvance(session: self, kind: .harness, roots: SessionScheduler.harnessRoots(of: self),
+                                          runRoots: SessionScheduler.harnessRunRoots(of: self), keepRate: keepRate,
                                           maxSteps: maxSteps, reportingOnly: { error in stuck.error.withLock { $0 = error } })
         autoAdvance.stuckState = stuck
         return autoAdvance

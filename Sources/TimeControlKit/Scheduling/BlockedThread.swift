@@ -57,7 +57,15 @@ final class WaitClassifier {
     /// The processes of the session: a pipe's or socket's other end held by one of them is "inside". Set from
     /// `classify(pid:tid:attached:)`'s argument when a wait is classified afresh.
     private var attached: Set<Int32> = []
+    /// Of those, the ones a scheduler's own run started (docs/scheduler.md, "Who holds a pipe").
+    private var inRun: Set<Int32> = []
+    /// The pipes and sockets the run inherited (its scheduler's process held them when it started); nil: no run of
+    /// its own (a daemon, `status`), so that every pipe's holders are looked for on the whole machine.
+    private let inherited: Set<String>?
+    private let ownPID = getpid()
     private var everyHolder: Cached<[String: [Int32]]>? = nil
+    /// The same, of the run's processes and this one only.
+    private var runHolders: Cached<[String: [Int32]]>? = nil
     private var inet: Cached<[UInt64: InetSocket]>? = nil
     private var unix: Cached<[UInt64: (peer: UInt64, state: UInt32)]>? = nil
 
@@ -75,10 +83,20 @@ final class WaitClassifier {
         return has(value)
     }
 
+    /// A classifier for a scheduler whose own run's processes are those `classify`'s `attached` calls in its run
+    /// (`inherited`: the pipes and sockets that run inherited), or, without `inherited`, for processes whose
+    /// pipes and sockets may come from anywhere.
+    init(inherited: Set<String>? = nil) {
+        self.inherited = inherited
+    }
+
+    /// The pipes and sockets this process holds now: what a run it starts inherits.
+    static func ownDescriptors() -> Set<String> { Set(ProcFS.descriptorTargets(of: getpid())) }
+
     /// The blocked threads of `pids` (those asleep in the kernel), timectl's own left out.
     static func blockedThreads(of pids: [Int32]) -> [BlockedThread] {
         let classifier = WaitClassifier()
-        let attached = Set(pids)
+        let attached = Attached(all: Set(pids))
         var blocked: [BlockedThread] = []
         for pid in pids {
             for tid in ProcFS.threads(of: pid) {
@@ -100,6 +118,7 @@ final class WaitClassifier {
 
     /// Closes what it keeps for threads other than `live`.
     func forget(allBut live: Set<Int32>) {
+        commands.removeAll()
         for (tid, fd) in syscallFiles where !live.contains(tid) {
             close(fd)
             syscallFiles[tid] = nil
@@ -112,7 +131,13 @@ final class WaitClassifier {
     /// same first argument (the same descriptor) within a second keeps the class it had: a pipe read woken
     /// and entered again, step after step, costs one read of `syscall`. `attached()` (the session's
     /// processes) is asked only for a wait classified afresh.
-    func classify(pid: Int32, tid: Int32, attached: () -> Set<Int32>) -> BlockedThread? {
+    /// The processes a scheduler watches (`all`), and those of them that its own run started (`inRun`).
+    struct Attached {
+        var all: Set<Int32>
+        var inRun: Set<Int32> = []
+    }
+
+    func classify(pid: Int32, tid: Int32, attached: () -> Attached) -> BlockedThread? {
         if syscallFiles[tid] == nil {
             let fd = ProcFS.openSystemCall(pid: pid, tid: tid)
             if fd >= 0 { syscallFiles[tid] = fd }
@@ -125,11 +150,14 @@ final class WaitClassifier {
         guard let call else {
             if let fd = syscallFiles.removeValue(forKey: tid) { close(fd) }
             guard ProcFS.isLive(pid: pid, tid: tid) else { return nil }
-            // The kernel would not say (another user's process): inside, as before threads were classified.
-            return BlockedThread(pid: pid, thread: tid, command: "", side: .inside, waitsOn: "(not readable by this user: taken as inside)")
+            // The kernel would not say (another user's process, one that changed its credentials, a thread on its
+            // way out): what it waits on may be anything, so it holds the jump as an outside wait does, and never
+            // makes a deadlock.
+            return BlockedThread(pid: pid, thread: tid, command: "", side: .outside, waitsOn: "(not readable by this user: taken as outside)")
         }
         guard call.number >= 0 else { return nil }
-        self.attached = attached()
+        let processes = attached()
+        (self.attached, inRun) = (processes.all, processes.inRun)
         let (side, what) = classify(call: call, pid: pid)
         lastCall[tid] = (call.number, call.arguments[0], tc_real_ns(CLOCK_MONOTONIC), side, what)
         return BlockedThread(pid: pid, thread: tid, command: "", side: side, waitsOn: what)
@@ -171,9 +199,48 @@ final class WaitClassifier {
             return (.inside, "\(name) (a signal)")
         case .nanosleep, .clock_nanosleep:
             return (.inside, name)
-        case nil:
+        case .flock:
+            return lock(fd: Int32(truncatingIfNeeded: a[0]), pid: pid, call: name)
+        case .fcntl where a[1] == 7 || a[1] == 38:  // F_SETLKW (lockf too), F_OFD_SETLKW
+            return lock(fd: Int32(truncatingIfNeeded: a[0]), pid: pid, call: a[1] == 7 ? "fcntl(F_SETLKW)" : "fcntl(F_OFD_SETLKW)")
+        case .semop, .semtimedop, .msgsnd, .msgrcv, .mq_timedsend, .mq_timedreceive:
+            // System V semaphores and message queues, POSIX message queues: whoever may open them can end the
+            // wait, as anyone sharing the memory of a futex can; taken, as a futex is, as the session's own.
+            let what: String
+            switch SystemCall(number: call.number) {
+            case .semop, .semtimedop: what = "a System V semaphore"
+            case .msgsnd, .msgrcv: what = "a System V message queue"
+            default: what = "a POSIX message queue"
+            }
+            return (.inside, "\(name) (\(what))")
+        default:
             return (.outside, "\(name) (not classified: taken as outside)")
         }
+    }
+
+    /// A wait for a lock on the file of `fd`: inside when every process holding a lock on it is attached
+    /// (a `fcntl` lock is its process's; a `flock` or open-file lock belongs to an open file, and is held by
+    /// every attached process whose descriptor shows it, else by the process that took it).
+    private func lock(fd: Int32, pid: Int32, call: String) -> (BlockedThread.Side, String) {
+        guard let file = ProcFS.fileIdentity(pid: pid, fd: fd) else { return (.outside, "\(call) (its file unreadable)") }
+        let path = ProcFS.descriptor(pid: pid, fd: fd) ?? "?"
+        let locks = ProcFS.locks(device: file.device, inode: file.inode)
+        guard !locks.isEmpty else { return (.inside, "\(call) on \(path)") }  // released meanwhile: the wait ends
+        var holders: [Int32] = []
+        for lock in locks where !holders.contains(lock.pid) {
+            if lock.kind == "POSIX" || attached.contains(lock.pid) {
+                holders.append(lock.pid)
+            } else {
+                // An open file's lock: whoever shares that open file holds it.
+                let sharing = ProcFS.lockHolders(device: file.device, inode: file.inode, among: Array(attached).filter { $0 != pid })
+                holders.append(contentsOf: sharing.isEmpty ? [lock.pid] : sharing)
+            }
+        }
+        if let stranger = holders.first(where: { !attached.contains($0) }) {
+            let who = stranger < 0 ? "a process not attached" : "\(stranger) \(command(of: stranger)), not attached"
+            return (.outside, "\(call) on \(path) (locked by \(who))")
+        }
+        return (.inside, "\(call) on \(path) (locked by \(named(holders)))")
     }
 
     /// The side of a wait on `fds` (an epoll descriptor stands for its set): outside if any is, else anyone if any is.
@@ -223,12 +290,69 @@ final class WaitClassifier {
 
     /// A pipe or FIFO: inside when every process holding it is attached.
     private func pipe(_ target: String, pid: Int32) -> (BlockedThread.Side, String) {
-        let holders = (lookUp(&everyHolder, read: { ProcFS.descriptorHolders() }, has: { $0[target] }) ?? []).filter { $0 != pid }
-        if let stranger = holders.first(where: { !attached.contains($0) }) {
-            return (.outside, "\(target) (held by \(stranger) \(ProcFS.command(of: stranger) ?? "?"), not attached)")
+        if madeInRun(target, waiter: pid) && !describingHolders {
+            // Only the run's processes and this one can hold it: the wait is inside, unless this process is not.
+            if !attached.contains(ownPID) && ProcFS.descriptorTargets(of: ownPID).contains(target) {
+                return (.outside, "\(target) (held by \(ownPID) \(command(of: ownPID)), not attached)")
+            }
+            return (.inside, "\(target) (made inside the run)")
         }
-        let feeders = holders.map { "\($0) \(ProcFS.command(of: $0) ?? "?")" }
-        return (.inside, feeders.isEmpty ? target : "\(target) (held by \(feeders.joined(separator: ", ")))")
+        let holders = holders(of: target, waiter: pid).filter { $0 != pid }
+        if let stranger = holders.first(where: { !attached.contains($0) }) {
+            return (.outside, "\(target) (held by \(stranger) \(command(of: stranger)), not attached)")
+        }
+        return (.inside, holders.isEmpty ? target : "\(target) (held by \(named(holders)))")
+    }
+
+    /// The processes that hold `target` (a pipe, a FIFO, a socket) that a thread of `waiter` waits on. A pipe or
+    /// socket the run did not inherit was made inside it, and only the run's processes (and this one) can hold it:
+    /// they are all that is read, not every process of the machine — unless the waiter is not the run's own (a
+    /// process attached from elsewhere), or the run has no processes of its own. docs/limits.md says what this
+    /// misses (a descriptor passed out of the run over a unix socket).
+    private func holders(of target: String, waiter: Int32) -> [Int32] {
+        if madeInRun(target, waiter: waiter) {
+            let scanned = Array(inRun) + [ownPID]
+            return lookUp(&runHolders, read: { ProcFS.descriptorHolders(of: scanned) }, has: { $0[target] }) ?? []
+        }
+        return lookUp(&everyHolder, read: { ProcFS.descriptorHolders(of: ProcFS.allProcesses()) }, has: { $0[target] }) ?? []
+    }
+
+    /// Whether `target` (a pipe or socket, not a FIFO, which anyone may open by its path) was made inside the
+    /// scheduler's own run, as far as a thread of `waiter` can tell: the run did not inherit it, and the waiter is
+    /// one of the run's own processes.
+    private func madeInRun(_ target: String, waiter: Int32) -> Bool {
+        guard let inherited, !target.hasPrefix("/") else { return false }
+        return !inherited.contains(target) && inRun.contains(waiter)
+    }
+
+    /// Set while ``describe(pid:tid:attached:)`` classifies: pipes made inside the run are then read for their holders too.
+    private var describingHolders = false
+
+    /// The wait of a thread, described for a report (a deadlock): with the holders of a pipe made inside the run,
+    /// which classifying alone does not read (every holder of such a pipe is inside).
+    func describe(pid: Int32, tid: Int32, attached: () -> Attached) -> BlockedThread? {
+        describingHolders = true
+        defer { describingHolders = false }
+        lastCall[tid] = nil
+        return classify(pid: pid, tid: tid, attached: attached)
+    }
+
+    /// The first few of `pids` with their names, and how many more: a pipe that 400 idle workers share is
+    /// classified 400 times, and reading every holder's name each time would read 160,000 files.
+    private func named(_ pids: [Int32], atMost shown: Int = 3) -> String {
+        let named = pids.prefix(shown).map { "\($0) \(command(of: $0))" }.joined(separator: ", ")
+        return pids.count > shown ? "\(named) and \(pids.count - shown) more" : named
+    }
+
+    /// Process names, as the classifier last read them (a description only: a reused pid may show an older name).
+    private var commands: [Int32: String] = [:]
+
+    private func command(of pid: Int32) -> String {
+        if let known = commands[pid] { return known }
+        let name = ProcFS.command(of: pid) ?? "?"
+        if commands.count > 4096 { commands.removeAll() }
+        commands[pid] = name
+        return name
     }
 
     private func socket(_ inode: UInt64, pid: Int32) -> (BlockedThread.Side, String) {
@@ -239,23 +363,23 @@ final class WaitClassifier {
                 table.first { $0.value.local == entry.remote && $0.value.remote == entry.local && $0.value.protocolName == entry.protocolName }?.key
             })
             guard let peer else { return (.outside, "\(entry.protocolName) socket to \(entry.remoteDescription) (no process found at the other end)") }
-            return other(end: "socket:[\(peer)]", what: "\(entry.protocolName) socket to \(entry.remoteDescription)")
+            return other(end: "socket:[\(peer)]", what: "\(entry.protocolName) socket to \(entry.remoteDescription)", waiter: pid)
         }
         if let entry = lookUp(&unix, read: Self.unixSockets, has: { $0[inode] }) {
             if entry.state == 10 || entry.peer == 0 { return (.anyone, "unix socket socket:[\(inode)] \(entry.state == 10 ? "listening" : "unconnected")") }
-            return other(end: "socket:[\(entry.peer)]", what: "unix socket socket:[\(inode)]")
+            return other(end: "socket:[\(entry.peer)]", what: "unix socket socket:[\(inode)]", waiter: pid)
         }
         return (.outside, "socket:[\(inode)] (not classified: taken as outside)")
     }
 
     /// The side of the process that holds the other end `target` of a wait on `what`.
-    private func other(end target: String, what: String) -> (BlockedThread.Side, String) {
-        let holders = lookUp(&everyHolder, read: { ProcFS.descriptorHolders() }, has: { $0[target] }) ?? []
+    private func other(end target: String, what: String, waiter pid: Int32) -> (BlockedThread.Side, String) {
+        let holders = holders(of: target, waiter: pid)
         if let holder = holders.first(where: attached.contains) {
-            return (.inside, "\(what) (\(holder) \(ProcFS.command(of: holder) ?? "?"))")
+            return (.inside, "\(what) (\(holder) \(command(of: holder)))")
         }
         if let stranger = holders.first {
-            return (.outside, "\(what) (\(stranger) \(ProcFS.command(of: stranger) ?? "?"), not attached)")
+            return (.outside, "\(what) (\(stranger) \(command(of: stranger)), not attached)")
         }
         return (.outside, "\(what) (no process found at the other end)")
     }

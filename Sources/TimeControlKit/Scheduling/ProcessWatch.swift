@@ -18,12 +18,43 @@ final class ProcessWatch {
     }
 
     /// Everything one look saw, when every thread was blocked.
-    struct Look: Equatable {
-        var threads: [Thread]
-        var processes: [Int32] { Array(Set(threads.map(\.pid))).sorted() }
+    struct Look {
+        /// Every watched thread. After a look that walked them all (``complete``), each with the run count
+        /// it read; after a look that read only what the kernel logged as woken, the counts of the last look
+        /// that walked them all, except those in ``changed``.
+        var threads: [Thread] { snapshot.threads }
+        /// The threads this look read afresh, with their run counts: all of them when ``complete``.
+        var changed: [Thread]
+        /// Whether the look walked every watched thread (a thread not listed in it has exited).
+        var complete: Bool
+        /// The watched threads, for ``TimeSession/readWaitTable(knownLive:buffer:names:ownPID:)``.
+        var live: TimeSession.LiveThreads { snapshot.live }
+        var processes: [Int32] { snapshot.processes }
+        /// Those of ``processes`` that the run's own roots started (``ProcessWatch/init(roots:runRoots:ownHelper:judgingOwnThreads:)``).
+        var inRun: Set<Int32> { snapshot.inRun }
+        fileprivate let snapshot: Snapshot
+    }
+
+    /// The threads of the last look that walked them all, shared by the looks that follow it until the next.
+    fileprivate final class Snapshot {
+        let threads: [Thread]
+        let live: TimeSession.LiveThreads
+        let processes: [Int32]
+        let inRun: Set<Int32>
+
+        init(_ threads: [Thread], inRun: Set<Int32> = []) {
+            self.threads = threads
+            self.inRun = inRun
+            var live = TimeSession.LiveThreads()
+            for thread in threads { live.insert(pid: thread.pid, tid: thread.tid) }
+            self.live = live
+            processes = Array(Set(threads.map(\.pid))).sorted()
+        }
     }
 
     let roots: () -> [Int32]
+    /// The roots of the scheduler's own run (its command, a harness's spawned processes), among `roots()` or this process.
+    let runRoots: () -> [Int32]
     /// A process of timectl's own among its children (`run`'s guardian), never watched; 0: none.
     let ownHelper: () -> Int32
     private let ownPID = getpid()
@@ -53,10 +84,42 @@ final class ProcessWatch {
     /// The thread pass 2 checks first: the one that made the last look fail, or that the last step woke.
     private var suspect: WatchedThread?
 
+    // The wake log (docs/scheduler.md, "Looking at what woke"): nil where the kernel does not offer it.
+    private var wakeLog: OpaquePointer?
+    /// Whether the log may still be opened: wanted, and not refused by the kernel yet.
+    private var wakeLogPossible = ProcessWatch.wakeLogSetting != "off"
+    /// From how many watched threads on the log is opened. Below, a look that reads every thread costs less than
+    /// the log makes every wake-up on the machine cost while it is open (docs/performance.md, "Auto-advance").
+    static let wakeLogThreshold = ProcessWatch.wakeLogSetting == "always" ? 0 : 8
+    private var woken: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
+    private var starters: [Int32] = Array(repeating: 0, count: ProcessWatch.logCapacity)
+    private static let logCapacity = 4096
+    /// Every watched thread was proven blocked by a look, and nothing has changed the tree since: each thread not
+    /// marked ``WatchedThread/woken`` has stayed blocked since its last check. Only then may a look read the log alone.
+    private var proven = false
+    /// What that proof assumed: the roots, and the thread that looked (the one not judged).
+    private var provenRoots: [Int32] = []
+    private var provenLookingThread: Int32 = 0
+    /// The judged threads of the proof, by thread id, and those the log named since their last check.
+    private var judgedByID: [Int32: WatchedThread] = [:]
+    private var wokenThreads: [WatchedThread] = []
+    /// The judged threads' ids as a bitmap (bit `tid % 64` of word `tid / 64`), for the log's reader to keep only their records.
+    private var watchedBits: [UInt64] = []
+    /// The lowest thread id the kernel logs (``tc_wakelog_limit``); `Int32.max`: no limit set yet.
+    private var limitedLowest = Int32.max
+    /// The threads read since the last look that found everything blocked, with their counts: its ``Look/changed``.
+    private var checkedSinceLook: [Thread] = []
+    private var snapshot = Snapshot([])
+    /// How the last looks went, for the benchmark and the tests: looks that read the log alone, and looks that walked everything.
+    private(set) var logLooks = 0
+    private(set) var fullLooks = 0
+
     /// Watches `roots()` (evaluated at every look) and their descendants;
     /// with `judgingOwnThreads`, this process's threads too, when it is a root.
-    init(roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 }, judgingOwnThreads: Bool = false) {
+    init(roots: @escaping () -> [Int32], runRoots: @escaping () -> [Int32] = { [] }, ownHelper: @escaping () -> Int32 = { 0 },
+         judgingOwnThreads: Bool = false) {
         self.roots = roots
+        self.runRoots = runRoots
         self.ownHelper = ownHelper
         self.judgingOwnThreads = judgingOwnThreads
         ownThread = WatchedThread(pid: ownPID, tid: ownPID)
@@ -65,7 +128,12 @@ final class ProcessWatch {
     deinit {
         ownThread.close()
         for process in watched.values { process.close() }
+        if let wakeLog { tc_wakelog_close(wakeLog) }
     }
+
+    /// `TIMECTL_WAKE_LOG`, a diagnostic (docs/scheduler.md): `off`, every look walks every thread, as without the
+    /// privilege to read the log; `always`, the log is read from the first look, however few the threads.
+    private static let wakeLogSetting = getenv("TIMECTL_WAKE_LOG").map { String(cString: $0) } ?? ""
 
     /// Tells the watch that thread `tid` of `pid` was just woken (a step
     /// reached its wait): the next look reads its run count afresh and checks it first.
@@ -78,11 +146,143 @@ final class ProcessWatch {
     /// One look (three passes, docs/scheduler.md): every watched thread, or nil as
     /// soon as one is running or ran during the look. `ignoring` processes
     /// are still followed to their children, but their threads are not
-    /// judged. `from` are the roots to start from (`roots()` by default).
-    func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = []) -> Look? {
+    /// judged. `from` are the roots to start from (`roots()` by default). `fully`: a look that reads every
+    /// thread, never the wake log alone.
+    func look(from start: [Int32]? = nil, ignoring ignored: Set<Int32> = [], fully: Bool = false) -> Look? {
         lookNumber &+= 1
         lookingThread = judgingOwnThreads ? tc_gettid() : 0
         if suspect?.tid == lookingThread { suspect = nil }
+        if let wakeLog {
+            let roots = start ?? self.roots()
+            if proven && !fully && start == nil && ignored.isEmpty && lookingThread == provenLookingThread && roots == provenRoots {
+                switch lookAtWoken(wakeLog) {
+                case .look(let look):
+                    logLooks += 1
+                    return look
+                case .busy:
+                    logLooks += 1
+                    return nil
+                case .everything: break
+                }
+            }
+            // The kernel logs only the thread ids from the lowest of the roots and this process on (pids are handed out
+            // in increasing order: their descendants' come after); set before the proof below, which rests on it.
+            limitLog(to: roots.reduce(ownPID) { $1 > 0 ? min($0, $1) : $0 })
+            guard let wakeLog = self.wakeLog else {
+                fullLooks += 1
+                return walk(from: roots, ignoring: ignored)
+            }
+            // Everything is read below: what was logged until now says nothing more.
+            tc_wakelog_skip(wakeLog)
+            for thread in wokenThreads { thread.woken = false }
+            wokenThreads.removeAll(keepingCapacity: true)
+            checkedSinceLook.removeAll(keepingCapacity: true)
+            proven = false
+            fullLooks += 1
+            guard let look = walk(from: roots, ignoring: ignored) else { return nil }
+            if start == nil && ignored.isEmpty {
+                (proven, provenRoots, provenLookingThread) = (true, roots, lookingThread)
+                judgedByID.removeAll(keepingCapacity: true)
+                for thread in judged { judgedByID[thread.tid] = thread }
+                // The log keeps only records about these threads (and this process's main thread, which starts the command).
+                for index in watchedBits.indices { watchedBits[index] = 0 }
+                var lowest = ownPID
+                for tid in judgedByID.keys.lazy.map(Int.init) + [Int(ownPID)] where tid >= 0 {
+                    if tid / 64 >= watchedBits.count { watchedBits += Array(repeating: 0, count: tid / 64 + 1 - watchedBits.count) }
+                    watchedBits[tid / 64] |= 1 << UInt64(tid % 64)
+                    lowest = min(lowest, Int32(tid))
+                }
+                // A thread below the kernel's limit (the pids wrapped round): this proof may have missed its wake-ups.
+                if lowest < limitedLowest {
+                    limitLog(to: lowest)
+                    proven = false
+                }
+            }
+            return look
+        }
+        fullLooks += 1
+        let look = walk(from: start ?? roots(), ignoring: ignored)
+        if wakeLogPossible && judged.count >= Self.wakeLogThreshold {
+            // Opened once the watch is large enough to profit from it; the next look walks every thread again, from
+            // which on the log covers what happens. Without the privilege (not root), never asked again.
+            wakeLog = tc_wakelog_open()
+            wakeLogPossible = wakeLog != nil
+        }
+        return look
+    }
+
+    private enum LogLook { case look(Look), busy, everything }
+
+    /// A look from the wake log alone (docs/scheduler.md, "Looking at what woke"): only the threads the log
+    /// names as woken since their last check are read. `.everything` when the log cannot tell (records lost,
+    /// a watched thread started a thread or process, a thread is gone).
+    private func lookAtWoken(_ log: OpaquePointer) -> LogLook {
+        guard absorb(log) else { return .everything }
+        // Each is checked blocked after the log was read: from then on, a wake-up of it is a record the next reading sees.
+        while let thread = wokenThreads.last {
+            guard let process = thread.process, let runs = files.runCount(thread) else { return .everything }
+            if runs != thread.lastRuns { ranSeen(thread, of: process) }
+            (thread.lastRuns, thread.runs, thread.freshAtLook) = (runs, runs, lookNumber)
+            guard blockedNow(thread, of: process) else {
+                if thread.stale { return .everything }
+                thread.blockedSinceRuns = nil
+                suspect = thread
+                return .busy
+            }
+            // Off the CPU from its check on, with at most this count; pass 1 of a later walk reads it afresh if it moved.
+            thread.quietRuns = runs
+            thread.woken = false
+            wokenThreads.removeLast()
+            checkedSinceLook.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
+        }
+        // None woken since its check: all were blocked at once, when the log was read last.
+        guard absorb(log) else { return .everything }
+        guard wokenThreads.isEmpty else {
+            suspect = wokenThreads.last
+            return .busy
+        }
+        defer { checkedSinceLook.removeAll(keepingCapacity: true) }
+        return .look(Look(changed: checkedSinceLook, complete: false, snapshot: snapshot))
+    }
+
+    /// Reads the wake log into ``wokenThreads``; false when it cannot tell what happened (records lost, or a watched
+    /// thread, or this process's main thread, started a thread or process: the tree changed).
+    private func absorb(_ log: OpaquePointer) -> Bool {
+        let reading = woken.withUnsafeMutableBufferPointer { woken in
+            starters.withUnsafeMutableBufferPointer { starters in
+                watchedBits.withUnsafeBufferPointer { bits in
+                    tc_wakelog_read(log, bits.baseAddress, bits.count, woken.baseAddress, starters.baseAddress, Int32(Self.logCapacity))
+                }
+            }
+        }
+        if reading.overflowed != 0 { return false }
+        for index in 0..<Int(reading.starters) {
+            let starter = starters[index]
+            if judgedByID[starter] != nil || starter == ownPID { return false }
+        }
+        for index in 0..<Int(reading.woken) {
+            guard let thread = judgedByID[woken[index]], !thread.woken else { continue }
+            thread.woken = true
+            wokenThreads.append(thread)
+        }
+        return true
+    }
+
+    /// Has the kernel log only thread ids from `lowest` on, when it logs fewer now: on a busy machine the wake-ups
+    /// of every other task would fill the rings. A kernel that filters none or only some of the events: no log at
+    /// all, rather than one that misses wake-ups.
+    private func limitLog(to lowest: Int32) {
+        guard let wakeLog, lowest < limitedLowest else { return }
+        if tc_wakelog_limit(wakeLog, lowest, Int32.max) == 0 {
+            limitedLowest = lowest
+        } else {
+            tc_wakelog_close(wakeLog)
+            (self.wakeLog, wakeLogPossible, proven) = (nil, false, false)
+        }
+    }
+
+    /// A look that walks every thread, in three passes (docs/scheduler.md).
+    private func walk(from start: [Int32], ignoring ignored: Set<Int32>) -> Look? {
         // Pass 1: the run counts of the threads that ran lately, read afresh before the walk checks the number of
         // threads; first the suspect's, checked blocked whatever its count: a look that fails usually fails there.
         var threadWentAway = false
@@ -115,7 +315,7 @@ final class ProcessWatch {
                 }
             }
         }
-        guard discover(from: start ?? roots(), ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
+        guard discover(from: start, ignoring: ignored, countingRuns: true), !threadWentAway else { return nil }
         // Pass 2: every one blocked — first the thread that made the last look fail, or that the last step woke,
         // then the others that ran lately: a look that fails usually fails there, before the quiet threads are read.
         var recent = 0
@@ -148,7 +348,8 @@ final class ProcessWatch {
             thread.quietRuns = runs  // off the CPU since its check in pass 1 or 2, with this count
             threads.append(Thread(pid: thread.pid, tid: thread.tid, runs: runs))
         }
-        return Look(threads: threads)
+        snapshot = Snapshot(threads, inRun: Set(watched.values.lazy.filter(\.inRun).map(\.pid)))
+        return Look(changed: threads, complete: true, snapshot: snapshot)
     }
 
     private enum FreshCount { case blocked, running, gone }
@@ -179,6 +380,15 @@ final class ProcessWatch {
             if thread.blockedDead { return true }
             if process.channelsReadable { return files.waitsInKernel(thread) == true }
         }
+        // The wait channel first: a function that only sleeps interruptibly needs no `stat` (the costlier read).
+        var channel: ProcFS.ThreadReader.WaitChannel? = nil
+        if process.channelsReadable {
+            channel = files.waitChannel(thread)
+            if channel == .interruptible {
+                (thread.blockedSinceRuns, thread.blockedDead) = (thread.runs, false)
+                return true
+            }
+        }
         guard let state = files.stat(thread), state.blocked else { return false }
         if state.dead {
             // A thread reads `Z` from the moment its exit marks it a zombie, while it is still on its CPU, about to
@@ -189,7 +399,7 @@ final class ProcessWatch {
             barrier.removeAll(keepingCapacity: true)
             files.appendChildren(of: ownThread, to: &barrier)
         } else if process.channelsReadable {
-            guard files.waitsInKernel(thread) == true else { return false }
+            guard channel == .other else { return false }  // `0` while not dead: on the run queue
         }
         thread.blockedSinceRuns = thread.runs
         thread.blockedDead = state.dead
@@ -222,6 +432,7 @@ final class ProcessWatch {
 
     /// The watched processes now (not this one), whether they run or not.
     func processes() -> [Int32] {
+        proven = false
         for process in watched.values { process.needsListing = true }  // rarely asked: list the threads afresh
         _ = discover(from: roots(), ignoring: [], countingRuns: false)
         return watched.keys.sorted()
@@ -237,10 +448,12 @@ final class ProcessWatch {
         judged.removeAll(keepingCapacity: true)
         seen.removeAll(keepingCapacity: true)
         queue.removeAll(keepingCapacity: true)
-        queue.append(contentsOf: start)
+        // The run's own processes first, marked as such; then the others.
+        queue.append(contentsOf: runRoots())
+        var inRun = true
         let helper = ownHelper()
         var complete = true
-        while let pid = queue.popLast() {
+        while let pid = queue.popLast() ?? (inRun ? nextRoots(start, &inRun) : nil) {
             guard pid != helper, seen.insert(pid).inserted else { continue }
             if pid == ownPID && !judgingOwnThreads {
                 files.appendChildren(of: ownThread, to: &queue)
@@ -281,6 +494,7 @@ final class ProcessWatch {
             }
             process.seenAlive = true
             process.generation = generation
+            process.inRun = inRun
             if process.needsListing || process.threads.count != threadCount {
                 // New threads' counts would be read after the number of threads: look again.
                 if process.listThreads() && judging { complete = false }
@@ -308,6 +522,13 @@ final class ProcessWatch {
         }
         if complete { sweep() }
         return complete
+    }
+
+    /// The other roots, once the run's own processes have been walked.
+    private func nextRoots(_ start: [Int32], _ inRun: inout Bool) -> Int32? {
+        inRun = false
+        queue.append(contentsOf: start)
+        return queue.popLast()
     }
 
     private func watchedProcess(_ pid: Int32) -> WatchedProcess {
@@ -345,6 +566,8 @@ private final class WatchedProcess {
     var ranAt: UInt64 = 0
     /// A walk found it alive (its number of threads read).
     var seenAlive = false
+    /// The last walk reached it from the run's own roots.
+    var inRun = false
 
     init(pid: Int32) {
         self.pid = pid
@@ -407,6 +630,8 @@ private final class WatchedThread: ProcFS.ThreadFiles {
     var childrenRuns: UInt64?
     var childrenEpoch: UInt64 = 0
     var childrenReadAt: UInt64 = 0
+    /// The wake log named it since its last check (it is in the watch's ``ProcessWatch/wokenThreads``).
+    var woken = false
 
     func close() {
         closeFiles()

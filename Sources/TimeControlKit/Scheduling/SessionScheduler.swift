@@ -59,8 +59,6 @@ final class SessionScheduler: @unchecked Sendable {
     let session: TimeSession
     let watch: ProcessWatch
     private var waitTable: SegmentMapping.WaitTableBuffer
-    /// The threads of the last look, for the reading of the wait table that follows it.
-    private var liveThreads = TimeSession.LiveThreads()
     /// The names of the processes seen waiting, for the step guard's message.
     private var names = ProcessNames()
     /// Waits whose deadline lies beyond what the session can represent (`sleep infinity`).
@@ -71,8 +69,12 @@ final class SessionScheduler: @unchecked Sendable {
     private var stepsByWait: [WaitIdentity: (steps: Int, lastPID: Int32)] = [:]
     private(set) var steps = 0
     /// What each watched thread waits on, with the run count it was classified at.
-    private let classifier = WaitClassifier()
+    private let classifier: WaitClassifier
     private var classified: [Int32: (runs: UInt64, wait: Classified)] = [:]
+    /// Threads the looks read afresh since their classes were last brought up to date (by thread id).
+    private var unclassified: [Int32: ProcessWatch.Thread] = [:]
+    /// The threads classified as waiting on the outside world.
+    private var outsideThreads: Set<Int32> = []
     /// What a blocked thread was found waiting on.
     private enum Classified {
         /// A listed wait that watches no descriptor (a sleep, a condition, a futex, a timer): time alone, inside.
@@ -114,12 +116,17 @@ final class SessionScheduler: @unchecked Sendable {
     /// In a process that is itself on the session (a test's own process under
     /// TimeControlKitTesting's trait), its own threads are watched too, all but
     /// the scheduler's: the test's own sleeps and timers are the session's waits.
-    init(session: TimeSession, roots: @escaping () -> [Int32], ownHelper: @escaping () -> Int32 = { 0 }, ownProcessIsInside: Bool = false) {
+    /// `runRoots()`, when given, are the roots of the scheduler's own run (among `roots()`, or this process for its
+    /// children): a pipe that run did not inherit from this process is looked for among the run's processes alone.
+    init(session: TimeSession, roots: @escaping () -> [Int32], runRoots: (() -> [Int32])? = nil, ownHelper: @escaping () -> Int32 = { 0 },
+         ownProcessIsInside: Bool = false) {
         self.session = session
         self.ownProcessIsInside = ownProcessIsInside
         let ownPID = getpid()
-        self.watch = ProcessWatch(roots: roots, ownHelper: ownHelper,
-                                  judgingOwnThreads: session.mapping.registeredProcesses().contains { $0.pid == ownPID })
+        let judgingOwnThreads = session.mapping.registeredProcesses().contains { $0.pid == ownPID }
+        self.watch = ProcessWatch(roots: roots, runRoots: runRoots.map { runRoots in { runRoots() + (judgingOwnThreads ? [ownPID] : []) } } ?? { [] },
+                                  ownHelper: ownHelper, judgingOwnThreads: judgingOwnThreads)
+        classifier = WaitClassifier(inherited: runRoots == nil ? nil : WaitClassifier.ownDescriptors())
         waitTable = session.mapping.makeWaitTableBuffer()
         let seed = session.mapping.seed
         order = seed != 0 ? SeededOrder(seed: seed) : nil
@@ -139,17 +146,57 @@ final class SessionScheduler: @unchecked Sendable {
         }
     }
 
+    /// The harness's own run: the processes spawned by `session` (and this process, when it is itself on the session).
+    static func harnessRunRoots(of session: TimeSession) -> () -> [Int32] {
+        { [weak session] in session?.spawnedProcessIDs() ?? [] }
+    }
+
     // MARK: Looking
 
     private var waitChanges: UInt32 { session.mapping.load(.waitChanges) }
 
     /// Whether the session may advance now, and to where.
+    ///
+    /// A verdict that nothing can ever happen again (a deadlock, or only waits past the end of the supported
+    /// range) stands only when it holds twice, ``verdictPause`` apart, from looks that read every thread, and
+    /// no thread ran in between: one look can catch a thread on its way out of a process, whose wait cannot be
+    /// read (`ping -c 3` ended with a deadlock after its last reply).
     func evaluate() -> Evaluation {
+        let evaluation = evaluate(fully: false)
+        switch evaluation {
+        case .deadlock, .endOfRange: return confirmed(evaluation)
+        default: return evaluation
+        }
+    }
+
+    /// How long a verdict must hold before it is given (real ns).
+    static let verdictPause: Int64 = 20_000_000
+    /// The threads of the last look that read every one, sorted, with their run counts.
+    private var walkedThreads: [ProcessWatch.Thread] = []
+
+    private func confirmed(_ verdict: Evaluation) -> Evaluation {
+        func sameKind(_ evaluation: Evaluation) -> Bool {
+            switch (verdict, evaluation) {
+            case (.deadlock, .deadlock), (.endOfRange, .endOfRange): return true
+            default: return false
+            }
+        }
         let changes = waitChanges
-        guard let look = watch.look() else { return .busy }
-        liveThreads.removeAll()
-        for thread in look.threads { liveThreads.insert(pid: thread.pid, tid: thread.tid) }
-        let reading = session.readWaitTable(knownLive: liveThreads, buffer: &waitTable, names: &names, ownPID: ownPID)
+        guard sameKind(evaluate(fully: true)) else { return .busy }
+        let before = walkedThreads
+        pause(since: changes, nanoseconds: Self.verdictPause)
+        let again = evaluate(fully: true)
+        guard sameKind(again), walkedThreads == before else { return .busy }
+        return again
+    }
+
+    private func evaluate(fully: Bool) -> Evaluation {
+        let changes = waitChanges
+        guard let look = watch.look(fully: fully) else { return .busy }
+        if look.complete { walkedThreads = look.threads.sorted { $0.tid < $1.tid } }
+        if look.complete { unclassified.removeAll(keepingCapacity: true) }
+        for thread in look.changed { unclassified[thread.tid] = thread }
+        let reading = session.readWaitTable(knownLive: look.live, buffer: &waitTable, names: &names, ownPID: ownPID)
         // Before the check of the wait table's counter below, which a freed slot bumps, as any wait ending does.
         session.releaseWaits(reading.ownersGone)
         let waits = reading.waits
@@ -168,46 +215,66 @@ final class SessionScheduler: @unchecked Sendable {
                 guard case .wait(let wait) = classified[thread.tid]?.wait else { return nil }
                 return wait
             }.map(named).filter { !$0.isTimectls }
-            if !threads.isEmpty && threads.allSatisfy({ $0.side == .inside }) { return .deadlock(threads) }
+            if !threads.isEmpty && threads.allSatisfy({ $0.side == .inside }) { return .deadlock(described(threads, of: look)) }
             return .idle
         }
         return .quiescent(next: next)
     }
 
-    /// Classifies the threads of `look` (into `classified`), and returns the first that waits on the outside
-    /// world. A thread that has not run since it was last classified keeps its class; one in a listed wait that
-    /// watches no descriptor waits on time alone. Only the rest are read from /proc: after a step, usually one
-    /// (a pipe's reader woken and blocked again), or none.
+    /// Classifies the threads the looks read afresh since the last classification (into `classified`), and
+    /// returns one that waits on the outside world. A thread that has not run since it was last classified
+    /// keeps its class; one in a listed wait that watches no descriptor waits on time alone. Only the rest are
+    /// read from /proc: after a step, usually one (a pipe's reader woken and blocked again), or none. After a
+    /// look that walked every thread, the classes of threads it did not see are dropped.
     private func classify(_ look: ProcessWatch.Look, waits: [PendingWait]) -> BlockedThread? {
-        var outside: BlockedThread? = nil
-        for thread in look.threads {
+        var attached: WaitClassifier.Attached? = nil  // made once, when a wait is classified afresh
+        let attachedProcesses = { [ownProcessIsInside, ownPID] () -> WaitClassifier.Attached in
+            if let attached { return attached }
+            let made = WaitClassifier.Attached(all: Set(look.processes).union(ownProcessIsInside ? [ownPID] : []), inRun: look.inRun)
+            attached = made
+            return made
+        }
+        for thread in unclassified.values {
             let entry: Classified
             if let known = classified[thread.tid], known.runs == thread.runs {
                 entry = known.wait
             } else {
-                entry = classifyAfresh(thread, of: look, waits: waits)
+                entry = classifyAfresh(thread, waits: waits, attached: attachedProcesses)
                 classified[thread.tid] = (thread.runs, entry)
             }
-            if outside == nil, case .wait(let wait) = entry, wait.side == .outside { outside = wait }
+            if case .wait(let wait) = entry, wait.side == .outside { outsideThreads.insert(thread.tid) } else { outsideThreads.remove(thread.tid) }
         }
-        if classified.count > 2 * look.threads.count + 64 {
+        unclassified.removeAll(keepingCapacity: true)
+        if look.complete && (classified.count > look.threads.count || outsideThreads.count > 0) {
             let live = Set(look.threads.map(\.tid))
-            classified = classified.filter { live.contains($0.key) }
-            classifier.forget(allBut: live)
+            outsideThreads.formIntersection(live)
+            if classified.count > 2 * live.count + 64 {
+                classified = classified.filter { live.contains($0.key) }
+                classifier.forget(allBut: live)
+            }
         }
-        return outside
+        guard let tid = outsideThreads.min(), case .wait(let wait)? = classified[tid]?.wait else { return nil }
+        return wait
     }
 
-    private func classifyAfresh(_ thread: ProcessWatch.Thread, of look: ProcessWatch.Look, waits: [PendingWait]) -> Classified {
+    private func classifyAfresh(_ thread: ProcessWatch.Thread, waits: [PendingWait], attached: () -> WaitClassifier.Attached) -> Classified {
         if let index = waits.firstIndex(where: { $0.thread == thread.tid && $0.pid == thread.pid }),
            !Self.descriptorWaitKinds.contains(waits[index].kind) {
             return .timed
         }
-        guard var wait = classifier.classify(pid: thread.pid, tid: thread.tid, attached: {
-            Set(look.threads.map(\.pid)).union(ownProcessIsInside ? [ownPID] : [])
-        }) else { return .none }
+        guard var wait = classifier.classify(pid: thread.pid, tid: thread.tid, attached: attached) else { return .none }
         wait.command = names.name(of: thread.pid)
         return .wait(wait)
+    }
+
+    /// The threads of a deadlock, described for its report: who holds each pipe they wait on.
+    private func described(_ threads: [BlockedThread], of look: ProcessWatch.Look) -> [BlockedThread] {
+        let attached = WaitClassifier.Attached(all: Set(look.processes).union(ownProcessIsInside ? [ownPID] : []), inRun: look.inRun)
+        return threads.map { thread in
+            guard var wait = classifier.describe(pid: thread.pid, tid: thread.thread, attached: { attached }) else { return thread }
+            (wait.command, wait.threadName) = (thread.command, thread.threadName)
+            return wait
+        }
     }
 
     /// `wait` with its thread's name, for a report.

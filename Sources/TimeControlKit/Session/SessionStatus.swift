@@ -132,6 +132,8 @@ public struct PendingWait: Sendable, Hashable {
         case TC_WAIT_TIMER.rawValue: return "timer"
         case TC_WAIT_ALARM.rawValue: return "alarm"
         case TC_WAIT_FUTEX.rawValue: return "futex"
+        case TC_WAIT_MQUEUE.rawValue: return "mqueue"
+        case TC_WAIT_SIGNAL.rawValue: return "sigwait"
         default: return "wait"
         }
     }

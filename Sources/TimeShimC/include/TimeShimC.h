@@ -13,3 +13,4 @@
 #include "timectl_run.h"
 #include "timectl_program.h"
 #include "timectl_procfs.h"
+#include "timectl_wakelog.h"

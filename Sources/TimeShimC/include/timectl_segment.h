@@ -298,10 +298,12 @@ enum tc_wait_kind {
     TC_WAIT_TIMER = 9,    /* an armed POSIX timer (timer_settime) */
     TC_WAIT_ALARM = 10,   /* alarm, setitimer(ITIMER_REAL) */
     TC_WAIT_FUTEX = 11,   /* a raw futex wait with a timeout (syscall() or a trapped call: futex.c) */
+    TC_WAIT_MQUEUE = 12,  /* mq_timedreceive, mq_timedsend (semtimedop counts as TC_WAIT_SEM) */
+    TC_WAIT_SIGNAL = 13,  /* sigtimedwait */
 };
 
 /* Whether a wait-table entry's kind is one of the above (anything else is damage). */
-static inline int tc_wait_kind_valid(int kind) { return kind >= TC_WAIT_SLEEP && kind <= TC_WAIT_FUTEX; }
+static inline int tc_wait_kind_valid(int kind) { return kind >= TC_WAIT_SLEEP && kind <= TC_WAIT_SIGNAL; }
 
 /* `owner` of a slot being filled in; readers skip it. */
 #define TC_WAIT_CLAIMING UINT64_MAX

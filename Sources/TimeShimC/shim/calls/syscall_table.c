@@ -9,6 +9,7 @@
 #include "descriptor_waits.h"
 #include "filetimes.h"
 #include "futex.h"
+#include "ipc_waits.h"
 #include "process_calls.h"
 #include "settime.h"
 #include "sleep.h"
@@ -66,6 +67,8 @@ static long futex_call(const struct tc_syscall *call) {
         return tc_runtime_backoff_futex(a[0], a[1], a[2], a[3]);
     return tc_futex((uint32_t *)a[0], (int)a[1], (uint32_t)a[2], timeout, (uint32_t *)a[4], (uint32_t)a[5]);
 }
+
+static long ipc_wait_call(const struct tc_syscall *call) { return tc_syscall_ipc_wait(call->number, call->arg); }
 
 static long futex_waitv_call(const struct tc_syscall *call) {
     const long *a = call->arg;
@@ -215,6 +218,10 @@ static const struct entry table[] = {
     [SYS_pselect6] = {pselect_call, BOTH},
     [SYS_epoll_pwait] = {epoll_call, BOTH},
     [SYS_epoll_pwait2] = {epoll_pwait2_call, BOTH},
+    [SYS_semtimedop] = {ipc_wait_call, BOTH},
+    [SYS_mq_timedreceive] = {ipc_wait_call, BOTH},
+    [SYS_mq_timedsend] = {ipc_wait_call, BOTH},
+    [SYS_rt_sigtimedwait] = {ipc_wait_call, BOTH},
     /* Timers: armed and read on the session's timeline (timers.c). */
     [SYS_timerfd_create] = {timer_call, BOTH},
     [SYS_timerfd_settime] = {timer_call, BOTH},

@@ -44,4 +44,8 @@ void tc_real_resolve(void) {
     RESOLVE(recvmsg);
     RESOLVE(recvmmsg);
     RESOLVE(ioctl);
+    RESOLVE(semtimedop);
+    RESOLVE(mq_timedreceive);
+    RESOLVE(mq_timedsend);
+    RESOLVE(sigtimedwait);
 }

@@ -9,6 +9,7 @@
 #define TIMECTL_REAL_H
 
 #define _GNU_SOURCE
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -16,6 +17,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/sem.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -66,6 +68,10 @@ struct tc_real_functions {
     ssize_t (*recvmsg)(int, struct msghdr *, int);
     int (*recvmmsg)(int, struct mmsghdr *, unsigned int, tc_recvmmsg_flags, struct timespec *);
     int (*ioctl)(int, tc_ioctl_request, ...);
+    int (*semtimedop)(int, struct sembuf *, size_t, const struct timespec *);
+    ssize_t (*mq_timedreceive)(mqd_t, char *, size_t, unsigned int *, const struct timespec *);
+    int (*mq_timedsend)(mqd_t, const char *, size_t, unsigned int, const struct timespec *);
+    int (*sigtimedwait)(const sigset_t *, siginfo_t *, const struct timespec *);
 };
 
 extern struct tc_real_functions tc_real;

@@ -186,8 +186,12 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
     if ((text_start >> 32) != (text_end >> 32)) return 0;
     /* A static C program waits through its own libc's raw calls: poll, select and their kin too. */
     /* And it forks by itself (fork_call). */
-    uint32_t only_static[] = {NR_POLL,     SYS_ppoll,      NR_SELECT, SYS_pselect6, SYS_epoll_pwait2,
-                              NR_READLINK, SYS_readlinkat, NR_FORK,   SYS_clone};
+    /* And it waits on semaphores, message queues and signals with timeouts through raw calls too. */
+    /* In the order of their checks below, which name them by index. */
+    uint32_t only_static[] = {NR_POLL,        SYS_ppoll,           NR_SELECT,           SYS_pselect6,
+                              SYS_epoll_pwait2, NR_READLINK,       SYS_readlinkat,      NR_FORK,
+                              SYS_clone,      SYS_semtimedop,      SYS_rt_sigtimedwait, SYS_mq_timedreceive,
+                              SYS_mq_timedsend};
     /* In a Go program's filter the static programs' extra checks compare against NO_SYSCALL. */
     if (!static_program)
         for (size_t i = 0; i < sizeof(only_static) / sizeof(only_static[0]); i++) only_static[i] = NO_SYSCALL;
@@ -236,6 +240,10 @@ static int build_filter(uintptr_t text_start, uintptr_t text_end, struct sock_fi
         JUMP_IF(BPF_JEQ, only_static[6], TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[7], TRAP, NEXT),
         JUMP_IF(BPF_JEQ, only_static[8], CLONE, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[9], POINTER3, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[10], POINTER2, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[11], POINTER4, NEXT),
+        JUMP_IF(BPF_JEQ, only_static[12], POINTER4, NEXT),
         JUMP_IF(BPF_JEQ, SYS_rt_sigprocmask, SIGMASK, ALLOW),
         /* futex: only waits that have a timeout. */
         {BPF_LD | BPF_W | BPF_ABS, ARG_LOW(1), NEXT, NEXT, FUTEX},
