@@ -29,10 +29,10 @@ struct TestCaseProcess {
     let caseKey: String
 
     func run() async throws {
-        try Self.refuseIfAbandoned()
+        try refuseIfAbandoned()
         await Self.slots.acquire()
         defer { Self.slots.release() }
-        try Self.refuseIfAbandoned()
+        try refuseIfAbandoned()
         let session = try TimeSession.temporary(frozenAt: trait.frozenAt, in: trait.directory)
         defer { session.end() }
         try await TestProcess.prepareShim()
@@ -163,9 +163,9 @@ struct TestCaseProcess {
     }
 
     /// Cancels the case when this runner's `swift-test` has ended (``TestProcess/runnerParentHasEnded``).
-    private static func refuseIfAbandoned() throws {
+    private func refuseIfAbandoned() throws {
         guard TestProcess.runnerParentHasEnded else { return }
-        try Test.cancel("Not started: the process that started this test runner (swift-test) has ended")
+        try Test.cancel("Not started: the process that started this test runner (swift-test) has ended", sourceLocation: test.sourceLocation)
     }
 
     /// How many cases' own processes may run at once: each is a whole test

@@ -252,7 +252,10 @@ struct XCTestSessionCall: @unchecked Sendable {
 
     func runBodyAndExit(_ assignment: TestProcess.Assignment, _ options: Options, _ body: (TimeSession) throws -> Void) -> Never {
         do {
-            try body(try open(assignment, options))
+            let session = try open(assignment, options)
+            // Called from an async test method, off the main thread: XCTest's main thread waits for it in slices.
+            if !Thread.isMainThread { Self.releaseMainThread() }
+            try body(session)
             exit(after: nil)
         } catch {
             exit(after: error)
