@@ -17,7 +17,15 @@
 # virtual time and next to no real time. The shim must come from nowhere but the dependency's sources,
 # built into an empty per-user cache; the test then checks that copy.
 # Every complete code sample of README.md, docs/*.md and the DocC catalog is
-# compiled too, as written.
+# compiled too, as written. Then a Swift test author's day (docs/swift.md),
+# each in a run of its own (IssueRows, with SwiftNIO): a test stuck on a
+# frozen session fails within 5 s naming its 2 ms Task.sleep; a crash and a
+# time-out are reported at the test file's lines; a failed expectation reads
+# as it does without the trait; an XCTest backoff under withTimeSession's
+# auto-advance takes the steps the trait's does; an hour of NIO's
+# scheduleTask is a handful of steps; a task spinning on Task.yield() beside
+# a 5 s timeout passes with rate:; and after `timeout -s KILL 5 swift test`
+# and one more `swift test`, no session is left.
 #   scripts/test-as-dependency.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,10 +92,20 @@ import PackageDescription
 let package = Package(
     name: "Consumer",
     platforms: [.macOS(.v15)],
-    dependencies: [$dependency],
+    dependencies: [
+        $dependency,
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+    ],
     targets: [
         // Code under test that reads the clock itself, knowing nothing of timectl.
         .target(name: "Stamps"),
+        // The rows of a test author's day: most fail on purpose, one run each (ROW=…).
+        .testTarget(name: "IssueRows", dependencies: [
+            .product(name: "TimeControlKit", package: "$identity"),
+            .product(name: "TimeControlKitTesting", package: "$identity"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "ConsumerTests", dependencies: [
             "Stamps",
             .product(name: "TimeControlKit", package: "$identity"),
@@ -211,6 +229,105 @@ final class XCTestHelperTests: XCTestCase {
 }
 SWIFT
 
+mkdir -p "$consumer/Tests/IssueRows"
+cat > "$consumer/Tests/IssueRows/Rows.swift" <<'SWIFT'
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import TimeControlKit
+import TimeControlKitTesting
+import XCTest
+
+let start = Date(timeIntervalSince1970: 1_451_649_600)
+let row = ProcessInfo.processInfo.environment["ROW"] ?? ""
+
+/// Real seconds as /proc/uptime has them (never the session's).
+func realSeconds() -> Double {
+    Double((try? String(contentsOfFile: "/proc/uptime", encoding: .utf8))?.split(separator: " ").first ?? "") ?? 0
+}
+
+@Test(.enabled(if: row == "stuck"), .timeSession(frozenAt: start)) // ROW stuck
+func stuck() async throws {
+    try await Task.sleep(for: .milliseconds(2))
+}
+
+@Test(.enabled(if: row == "crash"), .timeSession(frozenAt: start))
+func crash() async throws {
+    fatalError("boom") // ROW crash
+}
+
+@Test(.enabled(if: row == "timeout"), .timeSession(frozenAt: start, realTimeLimit: .seconds(3), stallGrace: nil)) // ROW timeout
+func timeOut() async throws {
+    try await Task.sleep(for: .milliseconds(2))
+}
+
+@Test(.enabled(if: row == "expect"), .timeSession(frozenAt: start))
+func expectation() async throws {
+    #expect(1 + 1 == 3) // ROW expect traited
+}
+
+@Test(.enabled(if: row == "expect"))
+func expectationUntraited() async throws {
+    #expect(1 + 1 == 3) // ROW expect untraited
+}
+
+/// Retries backing off 1, 2, …, 512 s.
+func backoff() async throws {
+    var delay = 1
+    while delay <= 512 {
+        try await Task.sleep(for: .seconds(delay))
+        delay *= 2
+    }
+}
+
+@Test(.enabled(if: row == "backoff"), .timeSession(frozenAt: start, autoAdvance: true))
+func backoffUnderTheTrait() async throws {
+    let began = realSeconds()
+    try await backoff()
+    print("ROW backoff trait: \(TimeSession.current!.status().scheduler!.steps) steps, \(realSeconds() - began) s")
+}
+
+final class BackoffXCTests: XCTestCase {
+    func testBackoff() async throws {
+        guard row == "backoff" else { return }
+        try await withTimeSession(frozenAt: start, autoAdvance: true) { session in
+            let began = realSeconds()
+            try await backoff()
+            print("ROW backoff XCTest: \(session.status().scheduler!.steps) steps, \(realSeconds() - began) s")
+        }
+    }
+}
+
+@Test(.enabled(if: row == "nio"), .timeSession(frozenAt: start, autoAdvance: true))
+func anHourOfNIO() async throws {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let clock = ContinuousClock()
+    let (began, virtualStart) = (realSeconds(), clock.now)
+    try await group.next().scheduleTask(in: .hours(1)) {}.futureResult.get()
+    let real = realSeconds() - began
+    #expect(clock.now - virtualStart >= .seconds(3600))
+    print("ROW nio: \(TimeSession.current!.status().scheduler!.steps) steps, \(real) s")
+    try await group.shutdownGracefully()
+}
+
+@Test(.enabled(if: row == "spin"), .timeSession(frozenAt: start, autoAdvance: true, rate: 50))
+func spinnerBesideATimeout() async throws {
+    let spinner = Task { while !Task.isCancelled { await Task.yield() } }
+    try await Task.sleep(for: .seconds(5))
+    spinner.cancel()
+}
+
+/// Slow enough that `timeout -s KILL 5 swift test` leaves the runner in the middle of them.
+@Suite(.enabled(if: row == "slow"), .serialized, .timeSession(frozenAt: start, rate: 1))
+struct Slow {
+    @Test(arguments: 0..<10)
+    func takesASecond(_ n: Int) async throws {
+        try await Task.sleep(for: .seconds(1))
+    }
+}
+SWIFT
+
 cd "$consumer"
 swift build --build-tests >"$work/build.log" 2>&1 || fail "swift build (the consumer's tests, or one of the docs' $samples samples): $(grep -m 5 'error:' "$work/build.log")"
 mkdir -m 0700 "$work/sessions"
@@ -234,4 +351,68 @@ if [ -n "$left" ]; then
     kill $left 2>/dev/null || true
     fail "the sleep spawned from a session held until exit is still running (pid $left)"
 fi
-echo "test-as-dependency.sh: passed ($samples samples of the docs compiled as written; the Swift Testing tests took $took s)"
+
+# A Swift test author's day, one row at a time (docs/swift.md).
+rows() {  # ROW [timeout arguments…]: the IssueRows run with ROW set, its output in $work/ROW.log
+    local name=$1
+    shift
+    env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION \
+        XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" ROW="$name" \
+        timeout "$@" swift test --skip-build --filter IssueRows >"$work/$name.log" 2>&1 || true
+}
+line() { grep -n "// ROW $1\$" "$consumer/Tests/IssueRows/Rows.swift" | cut -d: -f1; }
+declared() { echo $(( $(line "$1") )); }
+
+rows stuck 120
+grep -q "Test stuck() recorded an issue at Rows.swift:$(declared stuck):" "$work/stuck.log" \
+    && grep -q "Task.sleep or ContinuousClock.sleep (libdispatch's timer) for 2ms (timerfd on CLOCK_BOOTTIME)" "$work/stuck.log" \
+    || fail "the stuck test did not name its 2 ms Task.sleep at its declaration: $(tail -20 "$work/stuck.log")"
+stuckAfter=$(sed -n 's/.*Test stuck() failed after \([0-9.]*\) seconds.*/\1/p' "$work/stuck.log")
+awk -v took="$stuckAfter" 'BEGIN { exit !(took != "" && took < 5) }' || fail "the stuck test failed after ${stuckAfter:-?} s (expected under 5)"
+
+rows crash 120
+grep -q "Test crash() recorded an issue at Rows.swift:$(line crash):" "$work/crash.log" && grep -q "Fatal error: boom" "$work/crash.log" \
+    || fail "the crash is not at its line with its message: $(grep -A3 'recorded an issue' "$work/crash.log")"
+! grep -q "failed to suspend thread" "$work/crash.log" || fail "the crash's backtrace missed threads: $(grep 'failed to suspend' "$work/crash.log")"
+
+rows timeout 120
+grep -q "Test timeOut() recorded an issue at Rows.swift:$(declared timeout):" "$work/timeout.log" \
+    && grep -q "for 2ms (timerfd on CLOCK_BOOTTIME)" "$work/timeout.log" \
+    || fail "the time-out is not at the declaration with the pending waits: $(grep -A4 'recorded an issue' "$work/timeout.log")"
+
+rows expect 120
+traited=$(grep "Test expectation() recorded an issue at Rows.swift:$(line 'expect traited'):" "$work/expect.log" | sed 's/.*: Expectation failed: /Expectation failed: /')
+untraited=$(grep "Test expectationUntraited() recorded an issue at Rows.swift:$(line 'expect untraited'):" "$work/expect.log" | sed 's/.*: Expectation failed: /Expectation failed: /')
+[ -n "$traited" ] && [ "$traited" = "$untraited" ] && ! grep -q "Issue recorded" "$work/expect.log" \
+    || fail "the traited expectation does not read as the untraited one: $(grep -A2 'recorded an issue' "$work/expect.log")"
+
+rows backoff 300
+traitSteps=$(sed -n 's/^ROW backoff trait: \([0-9]*\) steps.*/\1/p' "$work/backoff.log")
+xctestSteps=$(sed -n 's/^ROW backoff XCTest: \([0-9]*\) steps.*/\1/p' "$work/backoff.log")
+[ -n "$traitSteps" ] && [ -n "$xctestSteps" ] && [ "$xctestSteps" -le $((traitSteps * 3 / 2 + 2)) ] \
+    || fail "the XCTest backoff took $xctestSteps steps, the trait's $traitSteps: $(tail -20 "$work/backoff.log")"
+
+rows nio 300
+nioSteps=$(sed -n 's/^ROW nio: \([0-9]*\) steps.*/\1/p' "$work/nio.log")
+[ -n "$nioSteps" ] && [ "$nioSteps" -le 20 ] || fail "NIO's hour took ${nioSteps:-?} steps (expected a handful, not 3,600): $(tail -20 "$work/nio.log")"
+
+rows spin 120
+grep -q "Test spinnerBesideATimeout() passed" "$work/spin.log" || fail "the spinning task with rate: did not pass: $(tail -20 "$work/spin.log")"
+
+# `timeout` signals swift-test alone: the runner, in a process group of its own, is left orphaned. It starts
+# no new case; its sessions are ended by it, or by the next run if it was killed.
+(rows slow -s KILL 5) 2>/dev/null  # (the subshell's notice of its killed job included)
+env -u TIMECTL_SHIM -u LD_PRELOAD -u TIMECTL_SEGMENT -u TIMECTL_SESSION XDG_CACHE_HOME="$work/cache" TIMECTL_DIR="$work/sessions" \
+    swift test --skip-build --filter ConsumerTests.aParallelTestHasItsOwnTime >"$work/after.log" 2>&1 \
+    || fail "swift test after the killed one: $(tail -20 "$work/after.log")"
+for _ in $(seq 100); do
+    [ -z "$(ls -A "$work/sessions")" ] && ! pgrep -f "$consumer/.build" >/dev/null && break
+    sleep 0.1
+done
+! pgrep -f "$consumer/.build" >/dev/null || fail "a runner of the killed swift test still runs: $(pgrep -af "$consumer/.build")"
+[ -z "$(ls -A "$work/sessions")" ] || fail "sessions left after a killed swift test and one more: $(ls -A "$work/sessions")"
+
+echo "test-as-dependency.sh: passed ($samples samples of the docs compiled as written; the Swift Testing tests took $took s;" \
+    "stuck test failed after $stuckAfter s; backoff $traitSteps steps under the trait, $xctestSteps under XCTest" \
+    "($(sed -n 's/^ROW backoff trait: .* steps, \(.*\) s$/\1/p' "$work/backoff.log") s, $(sed -n 's/^ROW backoff XCTest: .* steps, \(.*\) s$/\1/p' "$work/backoff.log") s);" \
+    "NIO's hour $nioSteps steps, $(sed -n 's/^ROW nio: .* steps, \(.*\) s$/\1/p' "$work/nio.log") s)"

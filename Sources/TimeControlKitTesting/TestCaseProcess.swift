@@ -29,12 +29,14 @@ struct TestCaseProcess {
     let caseKey: String
 
     func run() async throws {
+        try refuseIfAbandoned()
         await Self.slots.acquire()
         defer { Self.slots.release() }
+        try refuseIfAbandoned()
         let session = try TimeSession.temporary(frozenAt: trait.frozenAt, in: trait.directory)
         defer { session.end() }
         try await TestProcess.prepareShim()
-        let scheduler = trait.autoAdvance ? try session.startAutoAdvance() : nil
+        let scheduler = trait.autoAdvance ? try session.startAutoAdvance(keepRate: trait.rate != nil) : nil
         defer { scheduler?.stop() }
         let report = try TestProcess.makeReportDirectory()
         defer { TestProcess.removeReportDirectory(report) }
@@ -53,32 +55,117 @@ struct TestCaseProcess {
             TestProcess.Variable.program: try TestProcess.programMarker(),
         ]
         let child = try session.spawn(try TestProcess.executable(), arguments, environment: environment)
+        let stall = Mutex<StallReport?>(nil)
+        let watch = trait.stallGrace.map { grace in
+            StallWatch(session: session, grace: grace) { report in
+                stall.withLock { $0 = report }
+                child.kill()
+            }
+        }
+        let limit = TimeLimit(child: child, session: session, limit: trait.realTimeLimit)
         let termination: Termination
         do {
             // Cancelled (the runner's time limit for the test, a stop): the case's process goes at once.
             termination = try await withTaskCancellationHandler {
-                try await child.waitForExit(realTimeLimit: trait.realTimeLimit)
+                try await limit.waitForExit()
             } onCancel: {
                 child.kill()
             }
         } catch {
+            watch?.stop()
+            child.kill()
+            relayOutput(of: child)
+            return
+        }
+        watch?.stop()
+        if let waits = limit.waitsWhenExceeded {
             let errorOutput = relayOutput(of: child)
-            recordIssues(from: events)
-            Issue.record(Comment(rawValue: "The test's own process (pid \(child.pid)) did not end within \(trait.realTimeLimit) of real time (the trait's realTimeLimit) and was killed\(Self.tail(of: errorOutput))"))
+            await recordIssues(from: events)
+            record("The test's own process (pid \(child.pid)) did not end within \(trait.realTimeLimit) of real time (the trait's realTimeLimit) and was killed" + Self.pending(waits) + TestCaseProcess.tail(of: errorOutput))
             return
         }
         let errorOutput = relayOutput(of: child)
-        let outcome = recordIssues(from: events)
+        let outcome = await recordIssues(from: events)
         if Task.isCancelled { return }   // the runner said why (a time limit exceeded)
-        if let failure = scheduler?.failure { Issue.record(failure, "The session's auto-advance stopped") }
+        if let stall = stall.withLock({ $0 }) {
+            record(stall.description)
+            return
+        }
+        if let failure = scheduler?.failure { record("The session's auto-advance stopped: \(failure)") }
         if termination != .exited(0) && outcome.issues == 0 {
-            Issue.record(Comment(rawValue: "The test's own process (pid \(child.pid)) \(termination) without reporting an issue\(Self.tail(of: errorOutput))"))
+            recordCrash(of: child, termination: termination, errorOutput: errorOutput)
         } else if termination == .exited(0) && !TestProcess.caseRan(reportDirectory: report) {
-            Issue.record(Comment(rawValue: "The test's own process ran no case of \(test.name) matching this one (case key \(caseKey)): its arguments are identified differently in each process"))
+            record("The test's own process ran no case of \(test.name) matching this one (case key \(caseKey)): its arguments are identified differently in each process")
         }
         if let cancelled = outcome.cancelled {
-            try Test.cancel(Comment(rawValue: cancelled))
+            try Test.cancel(Comment(rawValue: cancelled), sourceLocation: test.sourceLocation)
         }
+    }
+
+    /// Records an issue of the runner's own, at the test's declaration (never at a line of this library).
+    private func record(_ text: String) {
+        Issue.record(Comment(rawValue: text), sourceLocation: test.sourceLocation)
+    }
+
+    /// A crash (or any end but exit 0 that reported no issue): at the crashing frame in the test's file
+    /// if the backtrace has one, else at the runtime's message's line in that file, else at the test's declaration.
+    private func recordCrash(of child: ControlledProcess, termination: Termination, errorOutput: String) {
+        let declared = test.sourceLocation
+        let crash = CrashReport(standardError: child.standardError, filePath: declared.filePath)
+        var location = declared
+        if let (line, column) = crash.frameLocation {
+            location = SourceLocation(fileID: declared.fileID, filePath: declared.filePath, line: line, column: column)
+        } else if let (fileID, line) = crash.messageLocation, fileID == declared.fileID {
+            location = SourceLocation(fileID: declared.fileID, filePath: declared.filePath, line: line, column: 1)
+        }
+        let text = crash.message == nil && crash.frame == nil
+            ? "The test's own process (pid \(child.pid)) \(termination) without reporting an issue" + TestCaseProcess.tail(of: errorOutput)
+            : crash.describe(process: child.pid, termination: "\(termination)")
+        Issue.record(Comment(rawValue: text), sourceLocation: location)
+    }
+
+    /// The runner's real-time guard on a test's own process: past `limit` the session's pending waits are
+    /// noted for the report, then the process is killed. (`waitForExit(realTimeLimit:)` kills it first.)
+    final class TimeLimit: Sendable {
+        let child: ControlledProcess
+        private let guardTask: Task<Void, Never>
+        private let exceeded: Exceeded
+
+        private final class Exceeded: Sendable {
+            let waits = Mutex<[String]?>(nil)
+        }
+
+        init(child: ControlledProcess, session: TimeSession, limit: Duration) {
+            self.child = child
+            let exceeded = Exceeded()
+            self.exceeded = exceeded
+            // The runner is never on a session: its Task.sleep is real time.
+            guardTask = Task {
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                exceeded.waits.withLock { $0 = StallReport.describeWaits(of: session) }
+                child.kill()
+            }
+        }
+
+        /// Waits for the process to end (killed at the limit, or by a stop).
+        func waitForExit() async throws -> Termination {
+            defer { guardTask.cancel() }
+            return try await child.waitForExit(realTimeLimit: .seconds(366 * 86_400))
+        }
+
+        /// The waits pending when the limit passed, if it did.
+        var waitsWhenExceeded: [String]? { exceeded.waits.withLock { $0 } }
+    }
+
+    /// " Pending: …", the session's waits one per line, when there are any.
+    static func pending(_ waits: [String]) -> String {
+        waits.isEmpty ? "" : ". Its waits on the session's time:\n" + waits.map { "  " + $0 }.joined(separator: "\n")
+    }
+
+    /// Cancels the case when this runner's `swift-test` has ended (``TestProcess/runnerParentHasEnded``).
+    private func refuseIfAbandoned() throws {
+        guard TestProcess.runnerParentHasEnded else { return }
+        try Test.cancel("Not started: the process that started this test runner (swift-test) has ended", sourceLocation: test.sourceLocation)
     }
 
     /// How many cases' own processes may run at once: each is a whole test
@@ -125,10 +212,11 @@ struct TestCaseProcess {
     // MARK: In the case's own process
 
     /// Runs the body of the assigned case on its session, as `TimeSession.current`.
-    static func runBody(_ assignment: TestProcess.Assignment, _ function: @Sendable () async throws -> Void) async throws {
+    static func runBody(_ assignment: TestProcess.Assignment, rate: Double?, _ function: @Sendable () async throws -> Void) async throws {
         TestProcess.exitWithParent(assignment.parent)
         let session = try TestProcess.openSession(assignment)
         TestProcess.reportRan(assignment)
+        if let rate { try session.setRate(rate) }
         try await TimeSession.$current.withValue(session) {
             try await function()
         }
@@ -172,37 +260,39 @@ struct TestCaseProcess {
     }
 
     /// Records every issue the event stream at `path` holds (known issues
-    /// aside), at its source location; returns how many, and a
-    /// cancellation's message if the case was cancelled there.
+    /// aside), at its source location, as it read in the case's process;
+    /// returns how many, and a cancellation's message if the case was cancelled there.
     @discardableResult
-    private func recordIssues(from path: String) -> (issues: Int, cancelled: String?) {
+    private func recordIssues(from path: String) async -> (issues: Int, cancelled: String?) {
         guard let data = FileManager.default.contents(atPath: path) else { return (0, nil) }
-        var issues = 0
+        var issues: [ReportedIssue] = []
         var cancelled: String?
         let decoder = JSONDecoder()
         for line in data.split(separator: UInt8(ascii: "\n")) {
             guard let record = try? decoder.decode(EventRecord.self, from: Data(line)), record.kind == "event",
                   let payload = record.payload, let kind = payload.kind else { continue }
-            let text = (payload.messages ?? []).map(\.text).joined(separator: "\n")
             switch kind {
             case "issueRecorded":
                 guard payload.issue?.isKnown != true else { continue }
+                let messages = payload.messages ?? []
+                let details = messages.dropFirst().filter { $0.symbol == "details" }.map(\.text)
+                let others = messages.dropFirst().filter { $0.symbol != "details" }.map(\.text)
                 let severity: Issue.Severity = (payload.issue?._severity ?? payload.issue?.severity) == "warning" ? .warning : .error
-                let location = payload.issue?.sourceLocation ?? payload._sourceLocation
-                if let location, let fileID = location.fileID, let filePath = location._filePath ?? location.filePath {
-                    Issue.record(Comment(rawValue: text), severity: severity,
-                                 sourceLocation: SourceLocation(fileID: fileID, filePath: filePath, line: location.line, column: location.column))
-                } else {
-                    Issue.record(Comment(rawValue: text), severity: severity)
+                var location = test.sourceLocation
+                if let encoded = payload.issue?.sourceLocation ?? payload._sourceLocation, let fileID = encoded.fileID,
+                   let filePath = encoded._filePath ?? encoded.filePath {
+                    location = SourceLocation(fileID: fileID, filePath: filePath, line: encoded.line, column: encoded.column)
                 }
-                if severity == .error { issues += 1 }
+                issues.append(ReportedIssue(headline: messages.first?.text ?? "Issue recorded",
+                                            comments: (payload._comments ?? details) + others, severity: severity, location: location))
             case "testCancelled", "testCaseCancelled":
-                cancelled = text
+                cancelled = (payload.messages ?? []).map(\.text).joined(separator: "\n")
             default:
                 continue
             }
         }
-        return (issues, cancelled)
+        await ReportedIssue.record(issues, for: test)
+        return (issues.filter { $0.severity == .error }.count, cancelled)
     }
 
     /// Swift Testing's event stream, version 0: the fields read here.
@@ -215,6 +305,7 @@ struct TestCaseProcess {
             var messages: [Message]?
             var issue: EncodedIssue?
             var _sourceLocation: Location?
+            var _comments: [String]?
         }
 
         struct Message: Decodable {

@@ -64,6 +64,15 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
     /// The runner's guard on a test case's own process, in real time: past
     /// it the process is killed and an issue recorded. Not the test's time.
     public let realTimeLimit: Duration
+    /// The rate at which each session runs from the moment the test's own
+    /// code begins (with `autoAdvance`, the rate the scheduler keeps between
+    /// its jumps); nil for a session that stands frozen at ``frozenAt``.
+    public let rate: Double?
+    /// How long, in real time, the test may stand stuck — every thread of its
+    /// process and of what it started blocked, on a frozen session that
+    /// nothing advances, or each on another (a deadlock) — before it fails
+    /// with what each waits for; nil never fails it so.
+    public let stallGrace: Duration?
 
     /// Applies to every test of a suite, one session each.
     public var isRecursive: Bool { true }
@@ -80,7 +89,7 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
         if let assignment = TestProcess.assignment {
             // The process the runner started for one case: run that case's body here, on the session.
             guard assignment.testID == test.id.description, assignment.caseKey == Self.caseKey(of: testCase) else { return }
-            try await TestCaseProcess.runBody(assignment, function)
+            try await TestCaseProcess.runBody(assignment, rate: rate, function)
             return
         }
         switch isolation {
@@ -89,12 +98,13 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
         case .runnerProcess:
             let session = try TimeSession.temporary(frozenAt: frozenAt, in: directory)
             defer { session.end() }
-            let scheduler = autoAdvance ? try session.startAutoAdvance() : nil
+            if let rate { try session.setRate(rate) }
+            let scheduler = autoAdvance ? try session.startAutoAdvance(keepRate: rate != nil) : nil
             defer { scheduler?.stop() }
             try await TimeSession.$current.withValue(session) {
                 try await function()
             }
-            if let failure = scheduler?.failure { Issue.record(failure) }
+            if let failure = scheduler?.failure { Issue.record(failure, sourceLocation: test.sourceLocation) }
         }
     }
 
@@ -150,11 +160,20 @@ extension Trait where Self == TimeSessionTrait {
     ///     own (the default), or in the runner's, where only spawned processes follow the session.
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
     ///   - realTimeLimit: The runner's guard on the test's process, in real time.
+    ///   - rate: The rate at which the session runs from the moment the test's
+    ///     own code begins: `1` real speed, `100` a hundred times faster; with
+    ///     `autoAdvance`, the rate kept between jumps. For code that waits on
+    ///     time passing while it runs (a task spinning on `Task.yield()`
+    ///     until a timeout cancels it). nil: frozen at `date`.
+    ///   - stallGrace: How long in real time the test may stand stuck (every
+    ///     thread blocked on a frozen session nothing advances, or in a
+    ///     deadlock) before it fails with what each thread waits for; nil never.
     public static func timeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                    isolation: TimeSessionTrait.Isolation = .ownProcess,
                                    in directory: SessionDirectory = SessionDirectory(),
-                                   realTimeLimit: Duration = .seconds(600)) -> Self {
+                                   realTimeLimit: Duration = .seconds(600),
+                                   rate: Double? = nil, stallGrace: Duration? = .seconds(2)) -> Self {
         TimeSessionTrait(frozenAt: date, autoAdvance: autoAdvance, isolation: isolation, directory: directory,
-                         realTimeLimit: realTimeLimit)
+                         realTimeLimit: realTimeLimit, rate: rate, stallGrace: stallGrace)
     }
 }

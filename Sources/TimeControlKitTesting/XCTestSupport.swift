@@ -76,22 +76,29 @@ extension XCTestCase {
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
     ///   - realTimeLimit: A guard on the body's process, in real time: past it
     ///     the process is killed and a failure recorded. Not the test's time.
+    ///   - rate: The rate at which the session runs once `body` begins (with
+    ///     `autoAdvance`, the rate kept between jumps); nil: frozen at `date`.
+    ///   - stallGrace: How long in real time `body` may stand stuck (every
+    ///     thread blocked on a frozen session nothing advances, or in a
+    ///     deadlock) before it fails with what each thread waits for; nil never.
     ///   - file: Where a failure of the process as a whole (it hung, crashed or threw) is recorded.
     ///   - line: The line of that file.
     ///   - body: The test's code, given its session (also `TimeSession.current` there).
     public func withTimeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                 in directory: SessionDirectory = SessionDirectory(),
                                 realTimeLimit: Duration = .seconds(600),
+                                rate: Double? = nil, stallGrace: Duration? = .seconds(2),
                                 file: StaticString = #filePath, line: UInt = #line,
                                 _ body: (TimeSession) throws -> Void) throws {
         let call = XCTestSessionCall(testCase: self, file: file, line: line)
         if call.belongsToAnotherCall { return }
+        let options = XCTestSessionCall.Options(frozenAt: date, autoAdvance: autoAdvance, directory: directory,
+                                                realTimeLimit: realTimeLimit, rate: rate, stallGrace: stallGrace)
         if let assignment = call.assignment {
-            call.runBodyAndExit(assignment, frozenAt: date) { session in
+            call.runBodyAndExit(assignment, options) { session in
                 try TimeSession.$current.withValue(session) { try body(session) }
             }
         }
-        let options = XCTestSessionCall.Options(frozenAt: date, autoAdvance: autoAdvance, directory: directory, realTimeLimit: realTimeLimit)
         let outcome = Mutex<Result<Void, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task.detached {
@@ -111,26 +118,34 @@ extension XCTestCase {
     ///   - autoAdvance: Whether a scheduler skips the waits of the body's process and of the processes it started.
     ///   - directory: Where the session's segment is made (by default as `timectl` finds it).
     ///   - realTimeLimit: A guard on the body's process, in real time. Not the test's time.
+    ///   - rate: The rate at which the session runs once `body` begins (with
+    ///     `autoAdvance`, the rate kept between jumps); nil: frozen at `date`.
+    ///   - stallGrace: How long in real time `body` may stand stuck before it
+    ///     fails with what each thread waits for; nil never.
     ///   - file: Where a failure of the process as a whole (it hung, crashed or threw) is recorded.
     ///   - line: The line of that file.
     ///   - body: The test's code, given its session (also `TimeSession.current` there).
     public func withTimeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                 in directory: SessionDirectory = SessionDirectory(),
                                 realTimeLimit: Duration = .seconds(600),
+                                rate: Double? = nil, stallGrace: Duration? = .seconds(2),
                                 file: StaticString = #filePath, line: UInt = #line,
                                 _ body: (TimeSession) async throws -> Void) async throws {
         let call = XCTestSessionCall(testCase: self, file: file, line: line)
         if call.belongsToAnotherCall { return }
+        let options = XCTestSessionCall.Options(frozenAt: date, autoAdvance: autoAdvance, directory: directory,
+                                                realTimeLimit: realTimeLimit, rate: rate, stallGrace: stallGrace)
         if let assignment = call.assignment {
             do {
-                let session = try call.open(assignment, frozenAt: date)
+                let session = try call.open(assignment, options)
+                XCTestSessionCall.releaseMainThread()
                 try await TimeSession.$current.withValue(session) { try await body(session) }
                 call.exit(after: nil)
             } catch {
                 call.exit(after: error)
             }
         }
-        try await call.runInOwnProcess(.init(frozenAt: date, autoAdvance: autoAdvance, directory: directory, realTimeLimit: realTimeLimit))
+        try await call.runInOwnProcess(options)
     }
 }
 
@@ -152,6 +167,8 @@ struct XCTestSessionCall: @unchecked Sendable {
         var autoAdvance: Bool
         var directory: SessionDirectory
         var realTimeLimit: Duration
+        var rate: Double?
+        var stallGrace: Duration?
     }
 
     init(testCase: XCTestCase, file: StaticString, line: UInt) {
@@ -202,22 +219,43 @@ struct XCTestSessionCall: @unchecked Sendable {
 
     // MARK: In the process started for the call
 
-    /// The session, frozen at `date` from here on. Until here it ran: XCTest's
-    /// own waits before the body (an async `setUp`, waited for in slices of
-    /// 0.1 s of the run loop, which count on that time passing to recover
-    /// from a wake-up that came just before the slice) would stand for ever
-    /// on a clock frozen from the start, about one test in a hundred.
-    func open(_ assignment: TestProcess.Assignment, frozenAt date: Date?) throws -> TimeSession {
+    /// The session, frozen at the date from here on (then running at the rate,
+    /// if one is given). Until here it ran: XCTest's own waits before the
+    /// body (an async `setUp`, waited for in slices of 0.1 s of the run loop,
+    /// which count on that time passing to recover from a wake-up that came
+    /// just before the slice) would stand for ever on a clock frozen from
+    /// the start, about one test in a hundred.
+    func open(_ assignment: TestProcess.Assignment, _ options: Options) throws -> TimeSession {
         TestProcess.exitWithParent(assignment.parent)
         let session = try TestProcess.openSession(assignment)
-        if let date { try session.freeze(at: date) }
+        if let date = options.frozenAt { try session.freeze(at: date) }
+        if let rate = options.rate { try session.setRate(rate) }
         TestProcess.reportRan(assignment)
         return session
     }
 
-    func runBodyAndExit(_ assignment: TestProcess.Assignment, frozenAt date: Date?, _ body: (TimeSession) throws -> Void) -> Never {
+    /// Takes XCTest's wait for an async test off the session. While an async
+    /// test method runs, XCTest's main thread waits for it in its run loop,
+    /// 0.1 s at a time (a dispatch timer, on the session in this process):
+    /// under auto-advance each slice was a step, ten for every second the
+    /// body waits. Here the body's end ends the process (``exit(after:)``),
+    /// so nothing needs XCTest to look: the main thread is handed a run of
+    /// its run loop without a time-out, in which it still serves the main
+    /// queue, the main actor and the run loop's own timers and sources.
+    static func releaseMainThread() {
+        RunLoop.main.perform {
+            while true { _ = RunLoop.current.run(mode: .default, before: .distantFuture) }
+        }
+        // The run loop takes the block at its next turn: the main queue's wake-up is one.
+        DispatchQueue.main.async {}
+    }
+
+    func runBodyAndExit(_ assignment: TestProcess.Assignment, _ options: Options, _ body: (TimeSession) throws -> Void) -> Never {
         do {
-            try body(try open(assignment, frozenAt: date))
+            let session = try open(assignment, options)
+            // Called from an async test method, off the main thread: XCTest's main thread waits for it in slices.
+            if !Thread.isMainThread { Self.releaseMainThread() }
+            try body(session)
             exit(after: nil)
         } catch {
             exit(after: error)
@@ -241,11 +279,14 @@ struct XCTestSessionCall: @unchecked Sendable {
     // MARK: In the runner
 
     func runInOwnProcess(_ options: Options) async throws {
+        if TestProcess.runnerParentHasEnded {
+            throw XCTSkip("Not started: the process that started this test runner (swift-test) has ended")
+        }
         // Running, unless a scheduler freezes it: the test's own process freezes it at `frozenAt` when the body begins.
         let session = try TimeSession.temporary(in: options.directory)
         defer { session.end() }
         try await TestProcess.prepareShim()
-        let scheduler = options.autoAdvance ? try session.startAutoAdvance() : nil
+        let scheduler = options.autoAdvance ? try session.startAutoAdvance(keepRate: options.rate != nil) : nil
         defer { scheduler?.stop() }
         let report = try TestProcess.makeReportDirectory()
         defer { TestProcess.removeReportDirectory(report) }
@@ -257,12 +298,19 @@ struct XCTestSessionCall: @unchecked Sendable {
             TestProcess.Variable.program: try TestProcess.programMarker(),
         ]
         let child = try session.spawn(try TestProcess.executable(), [testID], environment: environment)
-        let termination: Termination
-        do {
-            termination = try await child.waitForExit(realTimeLimit: options.realTimeLimit)
-        } catch {
+        let stall = Mutex<StallReport?>(nil)
+        let watch = options.stallGrace.map { grace in
+            StallWatch(session: session, grace: grace) { report in
+                stall.withLock { $0 = report }
+                child.kill()
+            }
+        }
+        let limit = TestCaseProcess.TimeLimit(child: child, session: session, limit: options.realTimeLimit)
+        let termination = try await limit.waitForExit()
+        watch?.stop()
+        if let waits = limit.waitsWhenExceeded {
             relayOutput(of: child)
-            record("The test's own process (pid \(child.pid)) did not end within \(options.realTimeLimit) of real time (withTimeSession's realTimeLimit) and was killed")
+            record("The test's own process (pid \(child.pid)) did not end within \(options.realTimeLimit) of real time (withTimeSession's realTimeLimit) and was killed" + TestCaseProcess.pending(waits))
             return
         }
         let errorOutput = relayOutput(of: child)
@@ -270,18 +318,33 @@ struct XCTestSessionCall: @unchecked Sendable {
         for entry in entries where entry.kind == "failure" {
             testCase.recordFailure(withDescription: entry.description, inFile: entry.file, atLine: entry.line, expected: true)
         }
+        if let stall = stall.withLock({ $0 }) {
+            record(stall.description)
+            return
+        }
         if let failure = scheduler?.failure { record("The session's auto-advance stopped: \(failure)") }
         let failures = entries.filter { $0.kind == "failure" }.count
         if !TestProcess.caseRan(reportDirectory: report) {
             record("The test's own process (pid \(child.pid)) \(termination) without reaching this call: it was started as `\(testID)`, which XCTest did not run or which took another path there\(TestCaseProcess.tail(of: errorOutput))")
         } else if termination != .exited(0) && failures == 0 {
-            record("The test's own process (pid \(child.pid)) \(termination) without reporting a failure\(TestCaseProcess.tail(of: errorOutput))")
+            recordCrash(of: child, termination: termination, errorOutput: errorOutput)
         }
         if let skip = entries.first(where: { $0.kind == "skip" }) { throw XCTSkip(skip.description) }
     }
 
     private func record(_ message: String) {
         testCase.recordFailure(withDescription: message, inFile: "\(file)", atLine: Int(line), expected: false)
+    }
+
+    /// A crash: at the crashing frame in the call's file if the backtrace has one, else at the call.
+    private func recordCrash(of child: ControlledProcess, termination: Termination, errorOutput: String) {
+        let crash = CrashReport(standardError: child.standardError, filePath: "\(file)")
+        guard crash.message != nil || crash.frame != nil else {
+            record("The test's own process (pid \(child.pid)) \(termination) without reporting a failure\(TestCaseProcess.tail(of: errorOutput))")
+            return
+        }
+        testCase.recordFailure(withDescription: crash.describe(process: child.pid, termination: "\(termination)"), inFile: "\(file)",
+                               atLine: crash.frameLocation?.line ?? Int(line), expected: false)
     }
 
     /// Passes on what the process wrote, without XCTest's own lines there

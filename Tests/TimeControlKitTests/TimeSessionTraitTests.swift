@@ -314,12 +314,21 @@ struct TraitFixtures {
 
     @Test func crashes() {
         print("about to crash")
-        abort()
+        Self.crash()
     }
+
+    /// The crash's own line (a frame of this file in the crashed thread).
+    static func crash() { fatalError("fixture crash") }
+    static let crashLine = #line - 1
 
     @Test func throwsAnError() throws {
         struct Broken: Error {}
         throw Broken()
+    }
+
+    @Test func requiresAValue() throws {
+        let missing: Int? = nil
+        _ = try #require(missing, "fixture require")
     }
 }
 
@@ -343,12 +352,25 @@ struct TraitFixtureRunTests {
             let pid = try #require(Int32(String(contentsOfFile: scratch + "/\(word).pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(TimeSessionTraitCleanupTests().hasEnded(pid, within: 30), "the \(word) case's sleep \(pid) is still running")
         }
-        #expect(result.stderr.contains("Expectation failed: (Date().timeIntervalSince1970 → 1451649600.0) == (0 → 0.0)"), "\(result)")
-        #expect(result.stderr.contains("Test throwsAnError() recorded an issue at TimeSessionTraitTests.swift:"), "\(result)")
-        #expect(result.stderr.contains("Caught error: Broken()"), "\(result)")
+        // Each issue reads as it does without the trait: its kind's own first line, on the line that names the case.
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("Test failsInItsOwnProcess(word:) recorded an issue with 1 argument word → \"first\" at TimeSessionTraitTests.swift:")
+            && $0.hasSuffix(": Expectation failed: (Date().timeIntervalSince1970 → 1451649600.0) == (0 → 0.0)") }, "\(result)")
+        #expect(lines.contains { $0.contains("Test throwsAnError() recorded an issue at TimeSessionTraitTests.swift:") && $0.hasSuffix(": Caught error: Broken()") },
+                "\(result)")
+        #expect(lines.contains { $0.contains("Test requiresAValue() recorded an issue at TimeSessionTraitTests.swift:") && $0.hasSuffix(": Expectation failed: missing → nil") },
+                "\(result)")
+        #expect(lines.contains("↳ fixture require"), "\(result)")
+        #expect(lines.filter { $0.hasSuffix(": Issue recorded") }.count == 1, "the crash's alone: \(result)")
+        // The crash: at the crashing line of this file, with the runtime's message and the frame, and a whole backtrace.
         #expect(result.stdout.contains("about to crash"), "\(result)")
-        #expect(result.stderr.contains("killed by signal 6"), "\(result)")
-        #expect(result.stderr.contains("Test run with 3 tests in 1 suite failed"), "\(result)")
+        #expect(lines.contains { $0.hasPrefix("✘ Test crashes() recorded an issue at TimeSessionTraitTests.swift:\(TraitFixtures.crashLine):") }, "\(result)")
+        #expect(result.stderr.contains("crashed (killed by signal 4): Fatal error: fixture crash"), "\(result)")
+        #expect(result.stderr.contains("TimeSessionTraitTests.swift:\(TraitFixtures.crashLine):"), "\(result)")
+        #expect(result.stderr.contains("Backtracing from") && result.stderr.contains("done ***"), "the backtrace was made: \(result)")
+        #expect(!result.stderr.contains("failed to suspend thread"), "every thread was suspended for the backtrace: \(result)")
+        #expect(!lines.contains { $0.contains("recorded an issue") && $0.contains("TestCaseProcess.swift") }, "no issue at a line of TimeControlKitTesting: \(result)")
+        #expect(result.stderr.contains("Test run with 4 tests in 1 suite failed"), "\(result)")
         #expect(try TraitSessions.fixtureDirectory.sessionNames().isEmpty)
     }
 }

@@ -56,6 +56,37 @@ final class WithTimeSessionXCTests: XCTestCase {
         XCTAssertLessThan(realNow() - began, 60)
     }
 
+    /// XCTest waits for an async test in 0.1 s slices of its run loop; they are no steps of the body's session.
+    func testAutoAdvanceStepsOnlyForTheBodysOwnWaits() async throws {
+        try await withTimeSession(frozenAt: newYear2016, autoAdvance: true) { session in
+            let clock = ContinuousClock()
+            let start = clock.now
+            var delay = 1
+            while delay <= 512 {
+                try await Task.sleep(for: .seconds(delay))
+                delay *= 2
+            }
+            XCTAssertEqual(clock.now - start, .seconds(1023))
+            // Ten sleeps, and libdispatch's idle workers ending after 5 s: not one step per slice (about 10,000).
+            let steps = try XCTUnwrap(session.status().scheduler?.steps)
+            XCTAssertLessThanOrEqual(steps, 40)
+        }
+    }
+
+    /// A body that can never end fails within seconds, at the call, naming what it waits for.
+    func testAStuckBodyFailsWithinSecondsAtTheCall() throws {
+        let began = realNow()
+        let result = try runProgram(try testProgram(), ["TimeControlKitTests.WithTimeSessionFailureProbe/testStuck"],
+                                    environment: ProcessInfo.processInfo.environment.merging([WithTimeSessionFailureProbe.variable: "1"]) { $1 },
+                                    guardSeconds: 120)
+        XCTAssertEqual(result.status, 1, "\(result)")
+        let file = URL(fileURLWithPath: #filePath).path
+        XCTAssertTrue(result.stdout.contains("\(file):\(WithTimeSessionFailureProbe.stuckLine): error: WithTimeSessionFailureProbe.testStuck : The test can never finish"),
+                      "\(result)")
+        XCTAssertTrue(result.stdout.contains("Thread.sleep, usleep or nanosleep for 20ms (sleep on CLOCK_MONOTONIC)"), "\(result)")
+        XCTAssertLessThan(realNow() - began, 30, "a guard against a hang, not a speed check")
+    }
+
     func testATestWithoutASessionSeesRealTime() {
         for _ in 0..<50 {
             XCTAssertEqual(Date().timeIntervalSince1970, realNow(), accuracy: 5)
@@ -100,6 +131,16 @@ final class WithTimeSessionFailureProbe: XCTestCase {
         try withTimeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)) { _ in
             print("printed inside")
             XCTAssertEqual(Date().timeIntervalSince1970, 0, "inside")
+        }
+    }
+
+    static let stuckLine = #line + 5
+    func testStuck() throws {
+        guard ProcessInfo.processInfo.environment[Self.variable] != nil else {
+            throw XCTSkip("a fixture of testAStuckBodyFailsWithinSecondsAtTheCall, run by it")
+        }
+        try withTimeSession(frozenAt: Date(timeIntervalSince1970: 1_451_649_600)) { _ in
+            Thread.sleep(forTimeInterval: 0.02)
         }
     }
 }

@@ -108,11 +108,34 @@ public enum TestProcess {
             return
         }
         if getppid() != parent { _exit(70) }  // it ended before the pidfd was opened
+        let started = StopFlag()
         startThread {
+            started.raise()
             var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
             while tc_real_poll(&entry, 1, -1) < 0 && errno == EINTR {}
             _exit(70)
         }
+        // Before the test's code: until a new thread first runs, libc keeps every signal blocked in it,
+        // and a crash then (a busy CPU can hold it back for milliseconds) found it unsuspendable.
+        while !started.raised { tc_word_wait(started.word, started.expected, -1) }
+    }
+
+    /// The process that started this test runner (`swift-test`), as it was at
+    /// the runner's first case in a process of its own; nil when the runner
+    /// was started by init, or already orphaned then.
+    private static let runnerParent: Int32? = {
+        let parent = getppid()
+        return parent > 1 ? parent : nil
+    }()
+
+    /// Whether the process that started this test runner has ended: `swift
+    /// test` starts the runner in a process group of its own, so `timeout
+    /// swift test` (or a terminal's Ctrl-C sent to `swift-test` alone) leaves
+    /// it running, orphaned, with no one to read what it reports. Such a
+    /// runner starts no more cases of its own.
+    public static var runnerParentHasEnded: Bool {
+        guard let runnerParent else { return false }
+        return getppid() != runnerParent
     }
 
     /// Tells the parent that the case ran here (a file in the report directory).

@@ -238,8 +238,8 @@ public final class ControlledProcess: Sendable {
 }
 
 /// Runs `body` on a new thread of its own (the harness blocks in system calls there, never in the cooperative pool).
-/// The thread starts with every signal blocked: a signal meant for the process (`timectl run`'s SIGCHLD, one
-/// to pass on to the command) must reach the thread that waits for it, never be taken by a helper.
+/// The thread starts with every signal blocked but SIGPROF: a signal meant for the process (`timectl run`'s
+/// SIGCHLD, one to pass on to the command) must reach the thread that waits for it, never be taken by a helper.
 func startThread(_ body: @escaping @Sendable () -> Void) {
     final class Box {
         let body: @Sendable () -> Void
@@ -252,6 +252,9 @@ func startThread(_ body: @escaping @Sendable () -> Void) {
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     var all = sigset_t(), saved = sigset_t()
     sigfillset(&all)
+    // Every signal blocked but SIGPROF, as on the shim's own threads (TC_SHIM_THREAD_SIGNAL): Swift's crash
+    // handler suspends each thread with a signal it does not block, or prints "failed to suspend thread".
+    sigdelset(&all, SIGPROF)
     pthread_sigmask(SIG_SETMASK, &all, &saved)
     let result = pthread_create(&thread, &attributes, { argument in
         let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()

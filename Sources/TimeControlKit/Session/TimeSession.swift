@@ -77,6 +77,11 @@ public final class TimeSession: Sendable {
         guard isTemporary, !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = Self.liveTemporary.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
         killSpawnedGroups()
+        killAttachedAndRemove()
+    }
+
+    /// Kills every process still attached (this one aside) and removes the segment.
+    private func killAttachedAndRemove() {
         for process in attachedProcesses() where process.pid != getpid() { kill(process.pid, SIGKILL) }
         mapping.markRemoved()
         unlink(segmentPath)
@@ -110,6 +115,7 @@ public final class TimeSession: Sendable {
     @_spi(CommandLine)
     public static func temporaryPinned(in directory: SessionDirectory = SessionDirectory()) throws(TimeControlError) -> TimeSession {
         let serial = temporarySerial.add(1, ordering: .relaxed).newValue
+        endAbandonedSessions(in: directory)
         let name = "tmp-\(getpid())-\(serial)-\(String(UInt16.random(in: 0...UInt16.max), radix: 16))"
         let session = try openOrCreate(named: name, in: directory, mustCreate: true, isTemporary: true, pinned: true)
         _ = endAtExit
@@ -118,6 +124,32 @@ public final class TimeSession: Sendable {
     }
 
     private static let temporarySerial = Atomic<Int>(0)
+
+    /// The directories whose abandoned temporary sessions this process has ended.
+    private static let sweptDirectories = Mutex<Set<String>>([])
+
+    /// Ends the temporary sessions in `directory` whose process is gone: a
+    /// test runner killed by a signal (SIGKILL, or left to its fate when
+    /// `timeout swift test` signalled only `swift-test` and something killed
+    /// it later) ends none of its sessions itself. Their attached processes
+    /// are killed and their segments removed, once per directory and
+    /// process, before the first temporary session made there.
+    static func endAbandonedSessions(in directory: SessionDirectory) {
+        guard sweptDirectories.withLock({ $0.insert(directory.path).inserted }) else { return }
+        for name in (try? directory.sessionNames()) ?? [] {
+            // tmp-PID-N-XXXX: made by process PID.
+            let parts = name.split(separator: "-")
+            guard parts.count == 4, parts[0] == "tmp", let creator = Int32(parts[1]), creator != getpid() else { continue }
+            // The creator still runs if a process of that pid started before the segment was made (its
+            // inode changed: it is written, then renamed into place). Read without mapping the segment.
+            var info = stat()
+            guard stat(directory.segmentPath(for: name), &info) == 0 else { continue }
+            let made = Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec)
+            let madeBoottime = made - (tc_real_ns(CLOCK_REALTIME) - tc_real_ns(CLOCK_BOOTTIME))
+            if RunningProcess.ifRunning(pid: creator, registeredBoottime: max(madeBoottime, 1)) != nil { continue }
+            (try? open(named: name, in: directory))?.killAttachedAndRemove()
+        }
+    }
 
     /// The temporary sessions not ended yet, ended by ``endAtExit`` when the process exits.
     private static let liveTemporary = Mutex<[ObjectIdentifier: WeakSession]>([:])

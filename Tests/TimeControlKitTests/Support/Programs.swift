@@ -36,12 +36,26 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
     let scratch = try makeScratchDirectory("timectl-test")
     defer { try? FileManager.default.removeItem(atPath: scratch) }
     if let input { try input.write(toFile: scratch + "/in", atomically: false, encoding: .utf8) }
+    let pid = try spawnProgram(executable, arguments, environment: environment, input: input == nil ? "/dev/null" : scratch + "/in",
+                               output: scratch + "/out", errorOutput: scratch + "/err")
+    let finished = hasExited(pid, within: guardSeconds)
+    if !finished { kill(pid, SIGKILL) }
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
+    return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
+}
+
+/// Starts a program in the background, its standard input, output and error the files named (created, mode 0600),
+/// with a plain posix_spawn (see ``runProgram(_:_:environment:input:guardSeconds:)``). The caller reaps it (`waitpid`).
+func spawnProgram(_ executable: String, _ arguments: [String], environment: [String: String],
+                  input: String = "/dev/null", output: String, errorOutput: String) throws -> pid_t {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, input == nil ? "/dev/null" : scratch + "/in", O_RDONLY, 0)
-    posix_spawn_file_actions_addopen(&actions, 1, scratch + "/out", O_WRONLY | O_CREAT, 0o600)
-    posix_spawn_file_actions_addopen(&actions, 2, scratch + "/err", O_WRONLY | O_CREAT, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+    posix_spawn_file_actions_addopen(&actions, 2, errorOutput, O_WRONLY | O_CREAT | O_APPEND, 0o600)
     // Nothing else of the test process's reaches the program: a pipe of another test's, or a
     // file being written (which a long-lived child would keep busy: ETXTBSY when it is run).
     _ = closeFrom(&actions, 3)
@@ -64,12 +78,7 @@ func runProgram(_ executable: String, _ arguments: [String], environment: [Strin
         spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
     }
     try #require(spawned == 0, "posix_spawn \(executable): \(String(cString: strerror(spawned)))")
-    let finished = hasExited(pid, within: guardSeconds)
-    if !finished { kill(pid, SIGKILL) }
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    let read = { (name: String) in (try? String(contentsOfFile: scratch + "/" + name, encoding: .utf8)) ?? "" }
-    return ProcessResult(status: Spawn.exitStatus(status), stdout: read("out"), stderr: read("err"), timedOut: !finished)
+    return pid
 }
 
 /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34), which Swift's Glibc module does not show.

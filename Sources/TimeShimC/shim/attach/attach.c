@@ -15,6 +15,7 @@
 #include "faketime_env.h"
 #include "static_takeover.h"
 #include "vdso_redirect.h"
+#include "../calls/dispatch.h"
 #include "../calls/signals.h"
 #include "../calls/timers.h"
 #include "../runtime/libc_originals.h"
@@ -147,6 +148,7 @@ static void after_fork_in_child(void) {
     tc_threads_after_fork_in_child();
     tc_waiters_after_fork_in_child();
     tc_timers_after_fork_in_child();
+    tc_dispatch_after_fork_in_child();
     if (tc_static_program_active()) tc_static_program_after_fork_in_child();
 }
 

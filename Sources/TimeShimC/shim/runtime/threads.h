@@ -6,8 +6,21 @@
 #ifndef TIMECTL_THREADS_H
 #define TIMECTL_THREADS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * The one signal the shim's threads take. A crash handler that stops every
+ * thread to walk their stacks sends each a signal it does not block: Swift's
+ * sends SIGUSR1, else SIGUSR2, else SIGPROF, after reading the thread's
+ * SigBlk in /proc, and prints "failed to suspend thread" for a thread that
+ * blocks all three. SIGPROF is the one that cannot be meant for a thread of
+ * the shim's either: the kernel sends a CPU-time timer's SIGPROF to the
+ * thread that was on the CPU (a profiler's sample of where time went), and a
+ * SIGPROF sent to the process to the main thread first.
+ */
+#define TC_SHIM_THREAD_SIGNAL SIGPROF
 
 /* Thread id, cached per thread. */
 int32_t tc_gettid(void);
@@ -32,9 +45,10 @@ uint64_t tc_thread_count_wait(void);
 
 /*
  * Starts one of the shim's own threads: detached, with `stack_size` bytes
- * of stack and every signal blocked (a signal meant for the application
- * must never land on it), through libc's own pthread_create (record and
- * replay number only the application's threads). 0, or an error number.
+ * of stack and every signal blocked but TC_SHIM_THREAD_SIGNAL (a signal
+ * meant for the application must never land on it), through libc's own
+ * pthread_create (record and replay number only the application's threads).
+ * 0, or an error number.
  */
 int tc_start_shim_thread(void *(*body)(void *), void *argument, size_t stack_size);
 

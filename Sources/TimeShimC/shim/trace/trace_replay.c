@@ -27,7 +27,6 @@
 #include "../runtime/text.h"
 
 #include <fcntl.h>
-#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -527,7 +526,9 @@ static int matches(const struct tc_event *event, struct tc_event_kind asked, int
  * of the same clock: still undecided. A call the recording has next: an
  * extra reading of a clock that had not moved, between calls the recording
  * has (harmless). Anything else: the thread's divergence, reported at the
- * tentative reading's call.
+ * tentative reading's call. Nothing at all (the thread ends): passed over, as
+ * `run --repeat` passes over a repeated reading wherever it falls — a thread's
+ * last moments take the GIL or a lock as the kernel schedules them.
  */
 static void report_tentative(struct replay_thread *state, struct tc_segment *segment) {
     state->tentative = 0;
@@ -552,26 +553,6 @@ static void settle_tentative(struct replay_thread *state, struct tc_segment *seg
     }
     report_tentative(state, segment);
 }
-
-/* A thread that ends after a tentative reading: it was the last thing the thread did, and no wait explains it.
-   (The main thread's last readings as its process exits are passed over: an interpreter's shutdown reads the
-   clock as often as its threads' last moments make it.) */
-static pthread_key_t tentative_key;
-static pthread_once_t tentative_key_once = PTHREAD_ONCE_INIT;
-
-static void settle_at_thread_end(void *argument) {
-    struct replay_thread *state = argument;
-    if (state->tentative && !state->diverged) report_tentative(state, tc_shim_segment());
-}
-
-static void make_tentative_key(void) { pthread_key_create(&tentative_key, settle_at_thread_end); }
-
-static void watch_thread_end(struct replay_thread *state) {
-    if (tc_trace_threads_in_slots()) return;  /* a static program's threads: pthread's keys are not theirs */
-    pthread_once(&tentative_key_once, make_tentative_key);
-    pthread_setspecific(tentative_key, state);
-}
-
 
 /* Takes the next recorded event if it is the one asked for; else diverges. Returns 1 if taken. */
 static int replay_next(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
@@ -615,7 +596,6 @@ static int replay_next(struct replay_thread *state, struct tc_segment *segment, 
         if (decoded == 1) state->expected = *event;
         state->tentative_asked = asked;
         state->tentative_vclock = vclock;
-        watch_thread_end(state);
         event->type = TC_EVENT_READ;
         event->vclock = vclock;
         event->value = state->last[vclock];
