@@ -35,6 +35,7 @@ struct TestCaseProcess {
         try refuseIfAbandoned()
         let session = try TimeSession.temporary(frozenAt: trait.frozenAt, in: trait.directory)
         defer { session.end() }
+        if let seed = trait.seed { session.setOrder(seed: seed, jitter: 0) }
         try await TestProcess.prepareShim()
         let scheduler = trait.autoAdvance ? try session.startAutoAdvance(keepRate: trait.rate != nil) : nil
         defer { scheduler?.stop() }
@@ -104,7 +105,7 @@ struct TestCaseProcess {
 
     /// Records an issue of the runner's own, at the test's declaration (never at a line of this library).
     private func record(_ text: String) {
-        Issue.record(Comment(rawValue: text), sourceLocation: test.sourceLocation)
+        Issue.record(Comment(rawValue: text + trait.seedNote), sourceLocation: test.sourceLocation)
     }
 
     /// A crash (or any end but exit 0 that reported no issue): at the crashing frame in the test's file
@@ -121,7 +122,7 @@ struct TestCaseProcess {
         let text = crash.message == nil && crash.frame == nil
             ? "The test's own process (pid \(child.pid)) \(termination) without reporting an issue" + TestCaseProcess.tail(of: errorOutput)
             : crash.describe(process: child.pid, termination: "\(termination)")
-        Issue.record(Comment(rawValue: text), sourceLocation: location)
+        Issue.record(Comment(rawValue: text + trait.seedNote), sourceLocation: location)
     }
 
     /// The runner's real-time guard on a test's own process: past `limit` the session's pending waits are
@@ -267,6 +268,7 @@ struct TestCaseProcess {
         guard let data = FileManager.default.contents(atPath: path) else { return (0, nil) }
         var issues: [ReportedIssue] = []
         var cancelled: String?
+        let seedComment = trait.seed.map { ["under the trait's seed \($0)"] } ?? []
         let decoder = JSONDecoder()
         for line in data.split(separator: UInt8(ascii: "\n")) {
             guard let record = try? decoder.decode(EventRecord.self, from: Data(line)), record.kind == "event",
@@ -284,7 +286,7 @@ struct TestCaseProcess {
                     location = SourceLocation(fileID: fileID, filePath: filePath, line: encoded.line, column: encoded.column)
                 }
                 issues.append(ReportedIssue(headline: messages.first?.text ?? "Issue recorded",
-                                            comments: (payload._comments ?? details) + others, severity: severity, location: location))
+                                            comments: (payload._comments ?? details) + others + seedComment, severity: severity, location: location))
             case "testCancelled", "testCaseCancelled":
                 cancelled = (payload.messages ?? []).map(\.text).joined(separator: "\n")
             default:

@@ -73,6 +73,10 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
     /// nothing advances, or each on another (a deadlock) — before it fails
     /// with what each waits for; nil never fails it so.
     public let stallGrace: Duration?
+    /// With ``autoAdvance``: waits that fall due together end one at a time, in
+    /// an order drawn from this seed, the same every run (`timectl run --seed`);
+    /// nil lets the kernel decide.
+    public let seed: UInt64?
 
     /// Applies to every test of a suite, one session each.
     public var isRecursive: Bool { true }
@@ -86,6 +90,10 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
     /// unless the isolation says otherwise), then ends the session.
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
+        if let refusal = refusal {
+            Issue.record(Comment(rawValue: refusal), sourceLocation: test.sourceLocation)
+            return
+        }
         if let assignment = TestProcess.assignment {
             // The process the runner started for one case: run that case's body here, on the session.
             guard assignment.testID == test.id.description, assignment.caseKey == Self.caseKey(of: testCase) else { return }
@@ -99,14 +107,29 @@ public struct TimeSessionTrait: TestTrait, SuiteTrait, TestScoping {
             let session = try TimeSession.temporary(frozenAt: frozenAt, in: directory)
             defer { session.end() }
             if let rate { try session.setRate(rate) }
+            if let seed { session.setOrder(seed: seed, jitter: 0) }
             let scheduler = autoAdvance ? try session.startAutoAdvance(keepRate: rate != nil) : nil
             defer { scheduler?.stop() }
             try await TimeSession.$current.withValue(session) {
                 try await function()
             }
-            if let failure = scheduler?.failure { Issue.record(failure, sourceLocation: test.sourceLocation) }
+            if let failure = scheduler?.failure {
+                Issue.record(Comment(rawValue: "\(failure)\(seedNote)"), sourceLocation: test.sourceLocation)
+            }
         }
     }
+
+    /// Why the trait cannot run as given (a seed without auto-advance, or with a rate), or nil.
+    var refusal: String? {
+        guard let seed else { return nil }
+        if seed == UInt64.max { return "The trait's seed takes a whole number from 0 to \(UInt64.max - 1), got \(seed)" }
+        if !autoAdvance { return "The trait's seed orders auto-advance's steps: give autoAdvance: true as well" }
+        if rate != nil { return "The trait's seed with a rate: a running clock puts real time into the test; drop rate" }
+        return nil
+    }
+
+    /// What a failure of a seeded test adds, so that the seed that made it can be given again.
+    var seedNote: String { seed.map { " (seed \($0))" } ?? "" }
 
     /// Which case of a test `testCase` is, the same in the runner and in the
     /// case's own process: the encoded identity of each argument (what
@@ -168,12 +191,16 @@ extension Trait where Self == TimeSessionTrait {
     ///   - stallGrace: How long in real time the test may stand stuck (every
     ///     thread blocked on a frozen session nothing advances, or in a
     ///     deadlock) before it fails with what each thread waits for; nil never.
+    ///   - seed: With `autoAdvance`: waits that fall due together (threads
+    ///     sleeping to the same instant) end one at a time, in an order drawn
+    ///     from the seed, the same every run; a failure names the seed. nil:
+    ///     the kernel decides the order.
     public static func timeSession(frozenAt date: Date? = nil, autoAdvance: Bool = false,
                                    isolation: TimeSessionTrait.Isolation = .ownProcess,
                                    in directory: SessionDirectory = SessionDirectory(),
                                    realTimeLimit: Duration = .seconds(600),
-                                   rate: Double? = nil, stallGrace: Duration? = .seconds(2)) -> Self {
+                                   rate: Double? = nil, stallGrace: Duration? = .seconds(2), seed: UInt64? = nil) -> Self {
         TimeSessionTrait(frozenAt: date, autoAdvance: autoAdvance, isolation: isolation, directory: directory,
-                         realTimeLimit: realTimeLimit, rate: rate, stallGrace: stallGrace)
+                         realTimeLimit: realTimeLimit, rate: rate, stallGrace: stallGrace, seed: seed)
     }
 }

@@ -349,7 +349,7 @@ struct RecordReplayTests {
         let live = sandbox.directory + "/.timectl-replay-\(getpid())-\(ownTicks)-GhIjKl"
         for directory in [abandoned, live] {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
-            FileManager.default.createFile(atPath: directory + "/registry", contents: Data(count: 4096))
+            _ = FileManager.default.createFile(atPath: directory + "/registry", contents: Data(count: 4096))
         }
         let trace = sandbox.directory + "/date.trace"
         let recorded = try sandbox.timectl("record", "--session", "s", "-o", trace, "date", "+%s")

@@ -7,6 +7,8 @@
  *                                   the sleeps, beside K idle threads (or child
  *                                   processes) blocked reading a pipe this program
  *                                   holds, which it closes at the end
+ *   auto_sleeper together N MS K    K threads, each N × nanosleep(MS ms): every
+ *                                   step makes K waits due together
  * Prints the virtual time it saw pass, in ns, and on standard error the real
  * time the sleeps took ("real NS"), read with the system call itself so that
  * the shim cannot answer it: the cost of the steps alone, without start-up.
@@ -44,6 +46,14 @@ static void nap(long ms) {
 
 static int idle_pipe[2];
 
+static long together_count, together_ms;
+
+static void *together_sleeper(void *unused) {
+    (void)unused;
+    for (long i = 0; i < together_count; i++) nap(together_ms);
+    return NULL;
+}
+
 static void *idle_reader(void *unused) {
     (void)unused;
     char byte;
@@ -52,8 +62,9 @@ static void *idle_reader(void *unused) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4 && argc != 6) {
-        fprintf(stderr, "usage: auto_sleeper sleeps|ping-pong N MS [threads|processes K]\n");
+    int together = argc == 5 && strcmp(argv[1], "together") == 0;
+    if (argc != 4 && argc != 6 && !together) {
+        fprintf(stderr, "usage: auto_sleeper sleeps|ping-pong N MS [threads|processes K], or together N MS K\n");
         return 2;
     }
     long count = atol(argv[2]), ms = atol(argv[3]);
@@ -96,8 +107,17 @@ int main(int argc, char **argv) {
         }
         if (child == 0) _exit(0);
         waitpid(child, NULL, 0);
+    } else if (together) {
+        long sleepers = atol(argv[4]);
+        pthread_t *group = calloc((size_t)sleepers + 1, sizeof(pthread_t));
+        together_count = count;
+        together_ms = ms;
+        for (long i = 0; i < sleepers; i++)
+            if (pthread_create(&group[i], NULL, together_sleeper, NULL) != 0) return 1;
+        for (long i = 0; i < sleepers; i++) pthread_join(group[i], NULL);
+        free(group);
     } else {
-        fprintf(stderr, "auto_sleeper: unknown workload '%s' (sleeps or ping-pong)\n", argv[1]);
+        fprintf(stderr, "auto_sleeper: unknown workload '%s' (sleeps, ping-pong or together)\n", argv[1]);
         return 2;
     }
     int64_t elapsed = now() - start, real_elapsed = real_now() - real_start;

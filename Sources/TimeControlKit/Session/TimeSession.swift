@@ -201,7 +201,7 @@ public final class TimeSession: Sendable {
     /// Orders the session's waits by a seed (SPEC §11): under auto-advance, waits that fall due together end one
     /// at a time in an order drawn from `seed` (stored plus one: 0 means none), and with `jitter` (a fraction
     /// × 2^32) each wait is stretched by a seeded part of its length. Set before the processes start.
-    @_spi(CommandLine)
+    @_spi(CommandLine) @_spi(Testing)
     public func setOrder(seed: UInt64, jitter: UInt64) {
         mapping.setOrder(seed: seed &+ 1, jitter: jitter)
     }

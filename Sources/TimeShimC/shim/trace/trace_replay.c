@@ -27,6 +27,7 @@
 #include "../runtime/text.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -526,9 +527,7 @@ static int matches(const struct tc_event *event, struct tc_event_kind asked, int
  * of the same clock: still undecided. A call the recording has next: an
  * extra reading of a clock that had not moved, between calls the recording
  * has (harmless). Anything else: the thread's divergence, reported at the
- * tentative reading's call. Nothing at all (the thread ends): passed over, as
- * `run --repeat` passes over a repeated reading wherever it falls — a thread's
- * last moments take the GIL or a lock as the kernel schedules them.
+ * tentative reading's call.
  */
 static void report_tentative(struct replay_thread *state, struct tc_segment *segment) {
     state->tentative = 0;
@@ -553,6 +552,30 @@ static void settle_tentative(struct replay_thread *state, struct tc_segment *seg
     }
     report_tentative(state, segment);
 }
+
+/* A thread that ends after a tentative reading of the wall clock: it was the last thing the thread did, and no
+   wait explains it. One of a monotonic clock is passed over: the deadline of a lock or condition taken at once
+   as the thread ends (a worker taking Python's GIL to finish), as often as the kernel's scheduling makes it; so
+   are the main thread's last readings as its process exits (no key's destructor runs then), an interpreter's
+   shutdown reading the clock as its threads' last moments make it. */
+static pthread_key_t tentative_key;
+static pthread_once_t tentative_key_once = PTHREAD_ONCE_INIT;
+
+static void settle_at_thread_end(void *argument) {
+    struct replay_thread *state = argument;
+    if (state->tentative && !state->diverged &&
+        (state->tentative_vclock == TC_VCLOCK_REALTIME || state->tentative_vclock == TC_VCLOCK_TAI))
+        report_tentative(state, tc_shim_segment());
+}
+
+static void make_tentative_key(void) { pthread_key_create(&tentative_key, settle_at_thread_end); }
+
+static void watch_thread_end(struct replay_thread *state) {
+    if (tc_trace_threads_in_slots()) return;  /* a static program's threads: pthread's keys are not theirs */
+    pthread_once(&tentative_key_once, make_tentative_key);
+    pthread_setspecific(tentative_key, state);
+}
+
 
 /* Takes the next recorded event if it is the one asked for; else diverges. Returns 1 if taken. */
 static int replay_next(struct replay_thread *state, struct tc_segment *segment, struct tc_event_kind asked,
@@ -596,6 +619,7 @@ static int replay_next(struct replay_thread *state, struct tc_segment *segment, 
         if (decoded == 1) state->expected = *event;
         state->tentative_asked = asked;
         state->tentative_vclock = vclock;
+        watch_thread_end(state);
         event->type = TC_EVENT_READ;
         event->vclock = vclock;
         event->value = state->last[vclock];
