@@ -22,6 +22,8 @@
  * done.
  */
 #define _GNU_SOURCE
+#include "timectl_realclock.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,32 +45,6 @@ struct block {
 
 _Static_assert(sizeof(struct block) % MINIMUM_ALIGNMENT == 0, "blocks stay aligned after their header");
 
-static long raw_syscall6(long number, long a1, long a2, long a3, long a4, long a5, long a6) {
-    long result;
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = a4;
-    register long r8 __asm__("r8") = a5;
-    register long r9 __asm__("r9") = a6;
-    __asm__ volatile("syscall"
-                     : "=a"(result)
-                     : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = number;
-    register long x0 __asm__("x0") = a1;
-    register long x1 __asm__("x1") = a2;
-    register long x2 __asm__("x2") = a3;
-    register long x3 __asm__("x3") = a4;
-    register long x4 __asm__("x4") = a5;
-    register long x5 __asm__("x5") = a6;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-    result = x0;
-#else
-#error "timectl supports x86_64 and aarch64 Linux"
-#endif
-    return result;
-}
-
 static struct block *header_of(void *pointer) { return (struct block *)pointer - 1; }
 
 static void *allocate(size_t size, size_t alignment) {
@@ -83,7 +59,7 @@ static void *allocate(size_t size, size_t alignment) {
         return NULL;
     }
     size_t length = (size + slack + PAGE - 1) & ~(size_t)(PAGE - 1);
-    long mapping = raw_syscall6(SYS_mmap, 0, (long)length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    long mapping = tc_raw_syscall6(SYS_mmap, 0, (long)length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping < 0 && mapping > -4096) {
         errno = ENOMEM;
         return NULL;
@@ -101,7 +77,7 @@ void *malloc(size_t size) { return allocate(size, MINIMUM_ALIGNMENT); }
 void free(void *pointer) {
     if (!pointer) return;
     struct block *header = header_of(pointer);
-    raw_syscall6(SYS_munmap, (long)header->mapping, (long)header->mapping_length, 0, 0, 0, 0);
+    tc_raw_syscall6(SYS_munmap, (long)header->mapping, (long)header->mapping_length, 0, 0, 0, 0);
 }
 
 /* Fresh anonymous mappings are zero-filled. */
