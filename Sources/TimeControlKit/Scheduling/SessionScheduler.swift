@@ -294,9 +294,10 @@ final class SessionScheduler: @unchecked Sendable {
     /// the session cannot reach (beyond 2200) is remembered and skipped.
     func advance(to wait: PendingWait) throws(TimeControlError) {
         if order != nil {
-            // Every wait the step makes due waits for its turn (release(from:)).
-            for other in lastWaits where other.remainingNanoseconds <= wait.remainingNanoseconds {
-                _ = session.mapping.hold(slot: other.slot, owner: other.owner)
+            // Every wait the step makes due waits for its turn (release(from:)); one due alone has no order to keep.
+            let due = lastWaits.filter { $0.remainingNanoseconds <= wait.remainingNanoseconds }
+            if due.count > 1 {
+                for other in due { _ = session.mapping.hold(slot: other.slot, owner: other.owner) }
             }
         }
         do {
