@@ -157,7 +157,7 @@ struct GoProgramTests {
         #expect(session.attachedProcesses().isEmpty)
     }
 
-    @Test("under run --auto-advance a GC-heavy Go program ends, its time.Sleep(2s) measured as exactly 2 s of virtual time, three times",
+    @Test("under run --auto-advance a GC-heavy Go program ends, its time.Sleep(2s) measured as 2 s of virtual time (and no more than a collection's creeps), three times",
           arguments: linkings)
     func collectorAutoAdvanced(linking: GoFixture.Linking) throws {
         try Build.requireShim()
@@ -170,7 +170,11 @@ struct GoProgramTests {
             #expect(result.status == 0, "\(result)")
             let (collections, sleepingWall, slept) = collectorRun(result.stdout)
             #expect(collections >= 50, "\(result)")
-            #expect(slept == "\(2 * Self.second) \(sleepingWall / Self.second + 2)", "\(result)")
+            // A collection still finishing as the sleep begins may time out a wait or two for a running goroutine,
+            // each moving the process's clocks 10 µs (docs/starvation.md): the sleep measures 2 s, plus those.
+            let measured = slept.flatMap { Int64($0.split(separator: " ").first ?? "") } ?? -1
+            #expect(measured >= 2 * Self.second && measured <= 2 * Self.second + Self.millisecond, "\(result)")
+            #expect(slept?.split(separator: " ").last == "\(sleepingWall / Self.second + 2)", "\(result)")
         }
     }
 
