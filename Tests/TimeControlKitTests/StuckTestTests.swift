@@ -160,6 +160,8 @@ struct KilledRunnerTests {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var environment = ProcessInfo.processInfo.environment
         environment["TIMECTL_ORPHAN_FIXTURES"] = scratch
+        // The report directory of the case a killed runner had in flight is its own to remove: made here, it goes with the scratch.
+        environment["TMPDIR"] = scratch
         let runner = try spawnProgram("/proc/self/exe", ["--testing-library", "swift-testing", "--filter", "OrphanFixtures/holdsItsSession"],
                                       environment: environment, output: scratch + "/out", errorOutput: scratch + "/out")
         let sleeperFile = scratch + "/sleeper.pid"
@@ -185,6 +187,8 @@ struct KilledRunnerTests {
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         var environment = ProcessInfo.processInfo.environment
         environment["TIMECTL_ORPHAN_FIXTURES"] = scratch
+        // The report directory of the case a killed runner had in flight is its own to remove: made here, it goes with the scratch.
+        environment["TMPDIR"] = scratch
         // A parent of the runner's own, as swift-test is; killing it orphans the runner (`timeout swift test`).
         let parent = try spawnProgram("/bin/sh", ["-c", "\"$0\" --testing-library swift-testing --filter OrphanFixtures/InOrder"
                                                   + " & echo $! >\"$1/runner.pid\"; wait",
