@@ -153,7 +153,8 @@ struct AArch64Tests {
         #expect(daemon.exitStatus() == 0, "\(daemon.errorOutput)")
     }
 
-    @Test("an aarch64 program's fork and exec and posix_spawn of another aarch64 program keep it attached (exec'd through a private binfmt_misc)")
+    @Test("an aarch64 program's fork and exec and posix_spawn of another aarch64 program keep it attached (exec'd through a private binfmt_misc)",
+          .enabled(if: geteuid() == 0, "as a user other than root, the private binfmt_misc's user namespace shows the session's segment under another owner, and the shim refuses it (docs/limits.md)"))
     func forkAndExec() throws {
         let (sandbox, session) = try frozenSandbox()
         let spawner = try program("spawn_probe")
